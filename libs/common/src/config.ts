@@ -1,0 +1,58 @@
+import { plainToInstance, Transform } from 'class-transformer';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
+
+const toInt = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
+
+/**
+ * Process configuration, read once from the environment at boot. Every field names its variable;
+ * a bad value stops the process with a message that names the variable (see loadConfig).
+ */
+export class AppConfig {
+  /** Interface the api listens on. */
+  @IsString() API_HOST = '127.0.0.1';
+  @Transform(toInt) @IsInt() @Min(0) @Max(65535) API_PORT = 8080;
+  /** Address end users' browsers reach the api at; workspace and login urls are built on it. */
+  @Matches(/^https?:\/\/[^/\s]+$/, { message: 'must be an http(s) origin without a trailing slash' })
+  PUBLIC_BASE_URL = 'http://127.0.0.1:8080';
+  @Transform(toInt) @IsInt() @Min(1024) @Max(64 * 1024 * 1024) MAX_BODY_BYTES = 1024 * 1024;
+
+  @IsString() DATABASE_HOST = '127.0.0.1';
+  @Transform(toInt) @IsInt() @Min(1) @Max(65535) DATABASE_PORT = 5432;
+  @IsString() DATABASE_USER = 'postgres';
+  @IsOptional() @IsString() DATABASE_PASSWORD?: string;
+  @Matches(/^[a-z_][a-z0-9_]{0,62}$/, { message: 'must be a lowercase PostgreSQL identifier' })
+  DATABASE_NAME = 'workspace_server';
+  @Transform(toInt) @IsInt() @Min(1) @Max(200) DATABASE_POOL_SIZE = 10;
+
+  @Matches(/^rediss?:\/\//, { message: 'must be a redis:// or rediss:// url' }) REDIS_URL = 'redis://127.0.0.1:6379';
+  /** Prefix for every Redis key and queue of this deployment (tests use their own). */
+  @Matches(/^[A-Za-z0-9_.-]{1,64}$/, { message: 'must be 1-64 characters of [A-Za-z0-9_.-]' }) REDIS_PREFIX = 'ws';
+
+  /** Labels every container this deployment creates, so reconcilers never touch another deployment's. */
+  @Matches(/^[A-Za-z0-9_.-]{1,64}$/, { message: 'must be 1-64 characters of [A-Za-z0-9_.-]' }) DEPLOYMENT_ID = 'default';
+
+  /** Object storage for profiles and recordings: file:///abs/path or a relative file:// path. */
+  @Matches(/^(file|s3):\/\//, { message: 'must be a file:// or s3:// url' }) STORAGE_URL = 'file://./data/storage';
+
+  @IsIn(['error', 'warn', 'log', 'debug', 'verbose']) LOG_LEVEL = 'log';
+  /** Worker: concurrent jobs per queue in one process. */
+  @Transform(toInt) @IsInt() @Min(1) @Max(64) WORKER_CONCURRENCY = 4;
+}
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): AppConfig {
+  const known = Object.keys(new AppConfig());
+  const source: Record<string, string> = {};
+  for (const key of [...known, 'DATABASE_PASSWORD']) {
+    const value = env[key];
+    if (value !== undefined) source[key] = value;
+  }
+  const config = plainToInstance(AppConfig, source, { exposeDefaultValues: true });
+  const errors = validateSync(config, { forbidUnknownValues: false });
+  if (errors.length > 0) {
+    const lines = errors.map((e) => `${e.property}=${JSON.stringify(source[e.property] ?? null)}: ${Object.values(e.constraints ?? {}).join('; ')}`);
+    throw new ConfigError(`Invalid configuration:\n  ${lines.join('\n  ')}`);
+  }
+  return config;
+}

@@ -1,0 +1,7 @@
+export * from './config';
+export * from './config.module';
+export * from './errors';
+export * from './ids';
+export * from './timestamps';
+export * from './redact';
+export * from './validation';

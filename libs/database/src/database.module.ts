@@ -1,0 +1,18 @@
+import { Global, Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { AppConfig } from '@ws/common';
+import { dataSourceOptions } from './data-source';
+import { PgNotifications } from './pg-notifications';
+
+@Global()
+@Module({
+  imports: [
+    TypeOrmModule.forRootAsync({
+      inject: [AppConfig],
+      useFactory: (config: AppConfig) => ({ ...dataSourceOptions(config), migrationsRun: false }),
+    }),
+  ],
+  providers: [PgNotifications],
+  exports: [PgNotifications],
+})
+export class DatabaseModule {}

@@ -1,0 +1,16 @@
+import { ApiKey } from '@ws/auth/api-key.entity';
+import { Group, UserGroup } from '@ws/groups/group.entity';
+import { Image, ImageAttribute } from '@ws/images/image.entity';
+import { Server } from '@ws/servers/server.entity';
+import { Setting } from '@ws/settings/setting.entity';
+import { LoginLink } from '@ws/users/login-link.entity';
+import { SessionToken } from '@ws/users/session-token.entity';
+import { UserAttributes } from '@ws/users/user-attributes.entity';
+import { User } from '@ws/users/user.entity';
+import { Workspace } from '@ws/workspaces/workspace.entity';
+import { Zone } from '@ws/zones/zone.entity';
+
+/** Every entity of every area; the one list the data source, the migration check and the tests share. */
+export const ALL_ENTITIES = [
+  ApiKey, Setting, User, UserAttributes, SessionToken, LoginLink, Group, UserGroup, Zone, Server, Image, ImageAttribute, Workspace,
+];

@@ -1,0 +1,5 @@
+export * from './columns';
+export * from './database.module';
+export { dataSourceOptions } from './data-source';
+export { PgNotifications } from './pg-notifications';
+export { migrate, ensureDatabase, dropDatabase } from './migrate';

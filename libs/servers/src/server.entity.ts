@@ -1,0 +1,25 @@
+import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
+import { BigIntColumn, CreatedAt, NumericColumn } from '@ws/database/columns';
+import { Zone } from '@ws/zones/zone.entity';
+
+/** A Docker host that runs workspaces. Capacity is reserved by summing its live workspaces under a row lock. */
+@Entity('servers')
+export class Server {
+  @PrimaryColumn('uuid') id!: string;
+  @Index({ unique: true }) @Column('text') hostname!: string;
+  /** unix:///var/run/docker.sock, tcp://host:2376 (TLS files below), or ssh://user@host. */
+  @Column('text') dockerEndpoint!: string;
+  @Column('text', { nullable: true }) tlsCaPath!: string | null;
+  @Column('text', { nullable: true }) tlsCertPath!: string | null;
+  @Column('text', { nullable: true }) tlsKeyPath!: string | null;
+  /** Address the api reaches the host's published ports at (127.0.0.1 for the local engine). */
+  @Column('text', { default: '127.0.0.1' }) publishHost!: string;
+  @Index() @Column('uuid') zoneId!: string;
+  @ManyToOne(() => Zone, { onDelete: 'RESTRICT' }) @JoinColumn({ name: 'zone_id' }) zone?: Zone;
+  @Column('boolean', { default: true }) enabled!: boolean;
+  @NumericColumn() cores!: number;
+  /** Bytes. */
+  @BigIntColumn() memory!: number;
+  @Column('text', { default: 'docker' }) provider!: string;
+  @CreatedAt() createdAt!: Date;
+}

@@ -1,0 +1,49 @@
+import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
+import { BigIntColumn, CreatedAt, NumericColumn, TimestampColumn, UpdatedAt } from '@ws/database/columns';
+import { Image } from '@ws/images/image.entity';
+import { Server } from '@ws/servers/server.entity';
+import { User } from '@ws/users/user.entity';
+
+/**
+ * Lifecycle: starting → running → stopping → deleted; starting or running → failed (container could not be
+ * made or vanished) → deleted once cleaned up. `deleted` rows are history: every live query excludes them.
+ */
+export type WorkspaceStatus = 'starting' | 'running' | 'stopping' | 'failed' | 'deleted';
+export const LIVE_STATUSES: WorkspaceStatus[] = ['starting', 'running', 'stopping', 'failed'];
+
+@Entity('workspaces')
+@Index(['serverId', 'status'])
+export class Workspace {
+  @PrimaryColumn('uuid') id!: string;
+  /** Null once the owner is deleted (the row stays as history). */
+  @Index() @Column('uuid', { nullable: true }) userId!: string | null;
+  @ManyToOne(() => User, { onDelete: 'SET NULL' }) @JoinColumn({ name: 'user_id' }) user?: User | null;
+  @Column('uuid') imageId!: string;
+  @ManyToOne(() => Image, { onDelete: 'RESTRICT' }) @JoinColumn({ name: 'image_id' }) image?: Image;
+  @Column('uuid', { nullable: true }) serverId!: string | null;
+  @ManyToOne(() => Server, { onDelete: 'RESTRICT' }) @JoinColumn({ name: 'server_id' }) server?: Server | null;
+  @Index() @Column('text') status!: WorkspaceStatus;
+  @Column('text', { default: '' }) operationalMessage!: string;
+  @Column('integer', { default: 0 }) operationalProgress!: number;
+  @Column('text', { nullable: true }) containerId!: string | null;
+  @Column('text', { nullable: true }) containerIp!: string | null;
+  /** Host ports the container's port_map entries are published on, by name (vnc, audio …). */
+  @Column('jsonb', { default: () => "'{}'" }) hostPorts!: Record<string, number>;
+  @NumericColumn() cores!: number;
+  @BigIntColumn() memory!: number;
+  /** Secret of the workspace's own connections (VNC password, gateway routing). */
+  @Column('text') token!: string;
+  @Column('text') viewOnlyToken!: string;
+  @Index({ unique: true }) @Column('text') shareId!: string;
+  @Column('boolean', { default: false }) sharingEnabled!: boolean;
+  @Column('jsonb', { default: () => "'{}'" }) environment!: Record<string, string>;
+  @Column('text', { nullable: true }) persistentProfileMode!: string | null;
+  @Column('boolean', { default: false }) isPersistentProfile!: boolean;
+  @TimestampColumn() startDate!: Date;
+  @TimestampColumn() keepaliveDate!: Date;
+  @Index() @TimestampColumn() expirationDate!: Date;
+  @TimestampColumn({ nullable: true }) destroyedAt!: Date | null;
+  @Column('text', { nullable: true }) destroyReason!: string | null;
+  @CreatedAt() createdAt!: Date;
+  @UpdatedAt() updatedAt!: Date;
+}

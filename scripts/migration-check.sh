@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Fails when the entities and the migrations disagree: applies every migration to a scratch database,
+# then asks TypeORM whether it would generate anything.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -d dist ] || npm run --silent build
+scratch="ws_migration_check_$$"
+export DATABASE_NAME=$scratch
+trap 'node -e "require(\"./dist/libs/database/src/migrate\").dropDatabase(require(\"./dist/libs/common/src\").loadConfig(), \"$scratch\")"' EXIT
+node dist/libs/database/src/migrate.js >/dev/null
+if ! npx typeorm migration:generate migrations/Unapplied -d dist/libs/database/src/data-source.js --dryrun --check; then
+  echo "migration check: the entities differ from the migrations; run: npm run migration:generate -- <Name>" >&2
+  exit 1
+fi
+echo "migration check: entities and migrations agree"

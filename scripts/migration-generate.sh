@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Writes migrations/<timestamp>-<Name>.ts with what the entities need beyond the existing migrations.
+# Usage: npm run migration:generate -- AddThing
+set -euo pipefail
+cd "$(dirname "$0")/.."
+name=${1:?usage: npm run migration:generate -- <Name>}
+npm run --silent build
+scratch="ws_migration_gen_$$"
+export DATABASE_NAME=$scratch
+trap 'node -e "require(\"./dist/libs/database/src/migrate\").dropDatabase(require(\"./dist/libs/common/src\").loadConfig(), \"$scratch\")"' EXIT
+node dist/libs/database/src/migrate.js
+npx typeorm migration:generate "migrations/$name" -d dist/libs/database/src/data-source.js --pretty
+npx eslint --fix migrations/ >/dev/null 2>&1 || true
