@@ -1,0 +1,18 @@
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { AppConfig, loadConfig } from '@ws/common';
+import { AppModule } from './app.module';
+import { configureFastify } from './http-setup';
+
+/** Builds the api (used by main.ts and by the e2e tests, which pass their own database and prefix). */
+export async function createApi(overrides: Partial<AppConfig> = {}): Promise<NestFastifyApplication> {
+  const config = Object.assign(loadConfig(), overrides);
+  const adapter = new FastifyAdapter({ bodyLimit: config.MAX_BODY_BYTES, trustProxy: true });
+  configureFastify(adapter.getInstance());
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(overrides), adapter, {
+    bodyParser: false,
+    logger: ['error', 'warn', ...(config.LOG_LEVEL === 'log' || config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'verbose' ? (['log'] as const) : [])],
+  });
+  app.enableShutdownHooks();
+  return app;
+}

@@ -1,0 +1,53 @@
+import { randomUUID } from 'node:crypto';
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import { ApiError, ErrorCode, httpStatusFor } from '@ws/common';
+
+interface ErrorBody {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+/** Fastify's own errors (body parsing, limits) by code. */
+const FASTIFY_ERRORS: Record<string, [ErrorCode, string]> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: [ErrorCode.PayloadTooLarge, 'Request body is too large'],
+  FST_ERR_CTP_INVALID_JSON_BODY: [ErrorCode.InvalidRequest, 'Request body is not valid JSON'],
+  FST_ERR_CTP_EMPTY_JSON_BODY: [ErrorCode.InvalidRequest, 'Request body is empty'],
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: [ErrorCode.InvalidRequest, 'Content-Length does not match the body'],
+};
+
+const logger = new Logger('Errors');
+
+/** Every failure leaves as `{error_message}` with the status of its code; an unexpected one gets an error_id, never a stack. */
+export function describeError(error: unknown): ErrorBody {
+  if (error instanceof ApiError) {
+    return { status: httpStatusFor(error.code), body: { error_message: error.message, ...error.details } };
+  }
+  if (error instanceof HttpException) {
+    const status = error.getStatus();
+    if (status === 404) return { status, body: { error_message: 'Unknown operation' } };
+    if (status < 500) return { status, body: { error_message: error.message } };
+  }
+  const fastifyCode = (error as { code?: unknown })?.code;
+  if (typeof fastifyCode === 'string' && FASTIFY_ERRORS[fastifyCode]) {
+    const [code, message] = FASTIFY_ERRORS[fastifyCode];
+    return { status: httpStatusFor(code), body: { error_message: message } };
+  }
+  const statusCode = (error as { statusCode?: unknown })?.statusCode;
+  if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) {
+    return { status: statusCode, body: { error_message: (error as Error).message } };
+  }
+  const errorId = randomUUID().replace(/-/g, '');
+  logger.error(`error_id=${errorId} ${(error as Error)?.stack ?? String(error)}`);
+  return { status: 500, body: { error_message: 'Internal error', error_id: errorId } };
+}
+
+@Catch()
+export class ApiExceptionFilter implements ExceptionFilter {
+  catch(error: unknown, host: ArgumentsHost): void {
+    if (host.getType() !== 'http') throw error;
+    const reply = host.switchToHttp().getResponse<FastifyReply>();
+    const { status, body } = describeError(error);
+    void reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
+  }
+}

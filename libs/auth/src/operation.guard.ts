@@ -1,0 +1,62 @@
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { ApiError, ErrorCode } from '@ws/common';
+import { forbidden } from './access.service';
+import { ApiKeyAuthenticator } from './api-key-authenticator';
+import type { Caller } from './caller';
+import { OPERATION_KEY, PUBLIC_ROUTE_KEY } from './operation.decorator';
+import { OperationName, OPERATIONS } from './operations';
+import { missingPermissions } from './permissions';
+
+interface RequestLike {
+  body?: unknown;
+  headers: Record<string, string | string[] | undefined>;
+  caller?: Caller;
+}
+
+/** Global guard: closed by default. A route must be an @Operation (key + permissions) or an explicit @PublicRoute. */
+@Injectable()
+export class OperationGuard implements CanActivate {
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly authenticator: ApiKeyAuthenticator,
+  ) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const targets = [context.getHandler(), context.getClass()];
+    const operation = this.reflector.getAllAndOverride<OperationName | undefined>(OPERATION_KEY, targets);
+    if (!operation) {
+      if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE_KEY, targets)) return true;
+      throw new ApiError(ErrorCode.Forbidden, 'This route declares no permissions and is refused');
+    }
+    const request = context.switchToHttp().getRequest<RequestLike>();
+    const { apiKey, secret } = readCredentials(request);
+    const caller = await this.authenticator.authenticate(apiKey, secret);
+    const spec = OPERATIONS[operation];
+    if (spec.writes && caller.readOnly) {
+      throw new ApiError(ErrorCode.Forbidden, `The API key is Read Only and ${operation} writes`);
+    }
+    const missing = missingPermissions(caller.permissions, spec.permissions);
+    if (missing.length) throw forbidden(missing);
+    request.caller = caller;
+    return true;
+  }
+}
+
+/** From the JSON body (the spec's scheme) or, as an addition, an HTTP Basic Authorization header. */
+export function readCredentials(request: RequestLike): { apiKey: string; secret: string } {
+  const body = (request.body ?? {}) as Record<string, unknown>;
+  if (body.api_key !== undefined || body.api_key_secret !== undefined) {
+    if (typeof body.api_key !== 'string' || typeof body.api_key_secret !== 'string') {
+      throw new ApiError(ErrorCode.Unauthenticated, 'api_key and api_key_secret must both be strings');
+    }
+    return { apiKey: body.api_key, secret: body.api_key_secret };
+  }
+  const header = request.headers.authorization;
+  if (typeof header === 'string' && /^basic /i.test(header)) {
+    const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon > 0) return { apiKey: decoded.slice(0, colon), secret: decoded.slice(colon + 1) };
+  }
+  throw new ApiError(ErrorCode.Unauthenticated, 'Missing api_key and api_key_secret');
+}

@@ -1,0 +1,61 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { EntityManager, In, Repository } from 'typeorm';
+import { AccessService, Caller } from '@ws/auth';
+import { ApiError, parseId } from '@ws/common';
+import { Group, SystemGroup, UserGroup } from './group.entity';
+
+/** Group membership and the rules about built-in groups. */
+@Injectable()
+export class GroupsService {
+  constructor(
+    @InjectRepository(Group) private readonly groups: Repository<Group>,
+    @InjectRepository(UserGroup) private readonly memberships: Repository<UserGroup>,
+    private readonly access: AccessService,
+  ) {}
+
+  async find(groupId: string): Promise<Group> {
+    const id = parseId(groupId);
+    const group = id ? await this.groups.findOneBy({ id }) : null;
+    if (!group) throw ApiError.invalidId('group_id', groupId);
+    return group;
+  }
+
+  system(key: SystemGroup, manager: EntityManager = this.groups.manager): Promise<Group> {
+    return manager.getRepository(Group).findOneByOrFail({ systemKey: key });
+  }
+
+  /** The groups of each user, ordered by priority (the first group decides conflicting settings). */
+  async groupsOf(userIds: string[]): Promise<Map<string, Group[]>> {
+    const result = new Map<string, Group[]>(userIds.map((id) => [id, []]));
+    if (userIds.length === 0) return result;
+    const rows = await this.memberships.find({ where: { userId: In(userIds) }, relations: { group: true } });
+    rows.sort((a, b) => (a.group as Group).priority - (b.group as Group).priority || (a.group as Group).name.localeCompare((b.group as Group).name));
+    for (const row of rows) result.get(row.userId)?.push(row.group as Group);
+    return result;
+  }
+
+  async isGlobalAdmin(userId: string): Promise<boolean> {
+    const count = await this.memberships
+      .createQueryBuilder('m')
+      .innerJoin('m.group', 'g')
+      .where('m.user_id = :userId', { userId })
+      .andWhere(`'Global Admin' = ANY(g.permissions)`)
+      .getCount();
+    return count > 0;
+  }
+
+  async addMember(caller: Caller, userId: string, group: Group): Promise<void> {
+    this.requireMembershipChange(caller, group);
+    await this.memberships.createQueryBuilder().insert().values({ userId, groupId: group.id }).orIgnore().execute();
+  }
+
+  async removeMember(caller: Caller, userId: string, group: Group): Promise<void> {
+    this.requireMembershipChange(caller, group);
+    await this.memberships.delete({ userId, groupId: group.id });
+  }
+
+  private requireMembershipChange(caller: Caller, group: Group): void {
+    if (group.systemKey) this.access.require(caller, ['Groups Modify System'], `${group.name} is a built-in group`);
+  }
+}

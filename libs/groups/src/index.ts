@@ -1,0 +1,3 @@
+export * from './group.entity';
+export * from './groups.service';
+export * from './groups.module';

@@ -1,0 +1,3 @@
+export * from './settings.service';
+export * from './settings.module';
+export * from './setting.entity';

@@ -1,0 +1,10 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { UpdatedAt } from '@ws/database/columns';
+
+/** Global settings of the deployment (Session Lifetime, Same Site Cookie Policy, signing keys …). */
+@Entity('settings')
+export class Setting {
+  @PrimaryColumn('text') key!: string;
+  @Column('jsonb') value!: unknown;
+  @UpdatedAt() updatedAt!: Date;
+}

@@ -1,0 +1,26 @@
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import { CreatedAt, TimestampColumn, UpdatedAt } from '@ws/database/columns';
+
+@Entity('users')
+export class User {
+  @PrimaryColumn('uuid') id!: string;
+  @Index({ unique: true }) @Column('text') username!: string;
+  @Column('text', { nullable: true }) firstName!: string | null;
+  @Column('text', { nullable: true }) lastName!: string | null;
+  @Column('text', { nullable: true }) phone!: string | null;
+  @Column('text', { nullable: true }) organization!: string | null;
+  @Column('text', { nullable: true }) notes!: string | null;
+  @Column('boolean', { default: false }) locked!: boolean;
+  @Column('boolean', { default: false }) disabled!: boolean;
+  @Column('text', { default: 'local' }) realm!: string;
+  /** bcrypt; null for users who cannot log in with a password (anonymous, login-link only). */
+  @Column('text', { nullable: true }) passwordHash!: string | null;
+  @Column('boolean', { default: false }) anonymous!: boolean;
+  @Column('boolean', { default: false }) twoFactor!: boolean;
+  @Column('text', { nullable: true }) programId!: string | null;
+  @TimestampColumn({ nullable: true }) lastSession!: Date | null;
+  /** Bumped whenever credentials change; part of the user's `hash`. */
+  @TimestampColumn({ default: () => 'now()' }) credentialsChangedAt!: Date;
+  @CreatedAt() createdAt!: Date;
+  @UpdatedAt() updatedAt!: Date;
+}
