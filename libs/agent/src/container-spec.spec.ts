@@ -1,0 +1,154 @@
+import { buildContainerSpec, BuildContainerSpecInput, LABELS, localeFromLanguage, portsFromAttributes, validTimezone } from './container-spec';
+import { InvalidContainerSpecError } from './errors';
+
+const WS_ID = '0b6f2a52-6a1e-4a43-9d8a-3c1b2d7e9f10';
+
+function input(overrides: Partial<BuildContainerSpecInput> = {}): BuildContainerSpecInput {
+  return {
+    workspace: { id: WS_ID, cores: 2, memory: 2147483648, token: 'secret-token' },
+    image: { name: 'workspace-server/desktop:abc', isBrowser: false, xRes: 1920, yRes: 1080, execConfig: {}, attributes: [] },
+    server: { publishHost: '127.0.0.1' },
+    deploymentId: 'dep-1',
+    ...overrides,
+  };
+}
+
+describe('buildContainerSpec', () => {
+  it('builds the basic spec', () => {
+    const spec = buildContainerSpec(input());
+    expect(spec).toEqual({
+      name: `ws-${WS_ID}`,
+      image: 'workspace-server/desktop:abc',
+      cores: 2,
+      memoryBytes: 2147483648,
+      env: { X_RES: '1920', Y_RES: '1080', VNC_PORT: '5900', VNC_PASSWORD: 'secret-token' },
+      labels: { [LABELS.workspaceId]: WS_ID, [LABELS.deploymentId]: 'dep-1' },
+      ports: { vnc: '5900/tcp' },
+      publishHost: '127.0.0.1',
+      network: null,
+      shmSizeBytes: 512 * 1024 * 1024,
+    });
+  });
+
+  it('exports the label names', () => {
+    expect(LABELS.workspaceId).toBe('workspace-server.workspace-id');
+    expect(LABELS.deploymentId).toBe('workspace-server.deployment-id');
+  });
+
+  it('accepts numeric columns that arrive as strings and defaults resolution, publish host, shm', () => {
+    const spec = buildContainerSpec(input({ workspace: { id: WS_ID, cores: '1.5', memory: '268435456' }, image: { name: 'img:1' }, server: null }));
+    expect(spec.cores).toBe(1.5);
+    expect(spec.memoryBytes).toBe(268435456);
+    expect(spec.env).toEqual({ X_RES: '1280', Y_RES: '720', VNC_PORT: '5900' });
+    expect(spec.publishHost).toBe('127.0.0.1');
+    expect(spec.shmSizeBytes).toBe(64 * 1024 * 1024);
+  });
+
+  it('layers image, request and derived environment, request cannot override reserved names', () => {
+    const spec = buildContainerSpec(
+      input({
+        image: { name: 'img:1', xRes: 1280, yRes: 720, execConfig: { first_launch: { environment: { A: 'image', B: 'image', VNC_PORT: '1' } } } },
+        environment: { B: 'request', C: 'request', VNC_PASSWORD: 'hijack', X_RES: '1', Y_RES: '1', VNC_PORT: '2', LANG: 'C', TZ: 'UTC' },
+        clientLanguage: 'en-US',
+        clientTimezone: 'Europe/Berlin',
+      }),
+    );
+    expect(spec.env).toEqual({
+      A: 'image',
+      B: 'request',
+      C: 'request',
+      LANG: 'en_US.UTF-8',
+      TZ: 'Europe/Berlin',
+      X_RES: '1280',
+      Y_RES: '720',
+      VNC_PORT: '5900',
+      VNC_PASSWORD: 'secret-token',
+    });
+  });
+
+  it('keeps request LANG/TZ when the client values are invalid or absent', () => {
+    const spec = buildContainerSpec(input({ environment: { LANG: 'de_DE.UTF-8', TZ: 'UTC' }, clientLanguage: 'english', clientTimezone: '../../etc/passwd' }));
+    expect(spec.env.LANG).toBe('de_DE.UTF-8');
+    expect(spec.env.TZ).toBe('UTC');
+  });
+
+  it('falls back to the stored workspace environment', () => {
+    const spec = buildContainerSpec(input({ workspace: { id: WS_ID, cores: 1, memory: 1 << 30, environment: { FOO: 'bar' } } }));
+    expect(spec.env.FOO).toBe('bar');
+    expect(spec.env.VNC_PASSWORD).toBeUndefined();
+  });
+
+  it('rejects invalid environment names', () => {
+    expect(() => buildContainerSpec(input({ environment: { 'BAD-NAME': 'x' } }))).toThrow(InvalidContainerSpecError);
+    expect(() => buildContainerSpec(input({ environment: { '1X': 'x' } }))).toThrow(/not valid/);
+    expect(() => buildContainerSpec(input({ environment: { X: 'a\0b' } }))).toThrow(/NUL/);
+  });
+
+  it('sets WORKSPACE_URL only for browser images with a valid http(s) url', () => {
+    const browser = { name: 'browser:1', isBrowser: true };
+    expect(buildContainerSpec(input({ image: browser, workspaceUrl: 'https://example.com/a?b=c' })).env.WORKSPACE_URL).toBe('https://example.com/a?b=c');
+    expect(buildContainerSpec(input({ image: browser })).env.WORKSPACE_URL).toBeUndefined();
+    expect(buildContainerSpec(input({ image: browser, workspaceUrl: 'javascript:alert(1)' })).env.WORKSPACE_URL).toBeUndefined();
+    expect(buildContainerSpec(input({ image: { name: 'desktop:1', isBrowser: false }, workspaceUrl: 'https://example.com' })).env.WORKSPACE_URL).toBeUndefined();
+  });
+
+  it('maps port_map attributes and derives VNC_PORT', () => {
+    const spec = buildContainerSpec(
+      input({
+        image: {
+          name: 'img:1',
+          attributes: [
+            { category: 'port_map', name: 'vnc', value: '5901' },
+            { category: 'port_map', name: 'audio', value: '4901/tcp' },
+            { category: 'other', name: 'x', value: 'y' },
+          ],
+        },
+      }),
+    );
+    expect(spec.ports).toEqual({ vnc: '5901/tcp', audio: '4901/tcp' });
+    expect(spec.env.VNC_PORT).toBe('5901');
+  });
+
+  it('uses the image network only when the image is restricted to it', () => {
+    expect(buildContainerSpec(input({ image: { name: 'i:1', restrictToNetwork: true, networkName: 'wsnet' } })).network).toBe('wsnet');
+    expect(buildContainerSpec(input({ image: { name: 'i:1', restrictToNetwork: false, networkName: 'wsnet' } })).network).toBeNull();
+  });
+
+  it('rejects invalid resources', () => {
+    expect(() => buildContainerSpec(input({ workspace: { id: WS_ID, cores: 0, memory: 1 << 30 } }))).toThrow(/cores/);
+    expect(() => buildContainerSpec(input({ workspace: { id: WS_ID, cores: 1, memory: 'lots' } }))).toThrow(/memory/);
+    expect(() => buildContainerSpec(input({ image: { name: 'i:1', xRes: 12 } }))).toThrow(/xRes/);
+  });
+});
+
+describe('portsFromAttributes', () => {
+  it('defaults vnc', () => {
+    expect(portsFromAttributes(undefined)).toEqual({ vnc: '5900/tcp' });
+    expect(portsFromAttributes([{ category: 'port_map', name: 'audio', value: '4901/udp' }])).toEqual({ audio: '4901/udp', vnc: '5900/tcp' });
+  });
+  it('rejects invalid entries', () => {
+    expect(() => portsFromAttributes([{ category: 'port_map', name: 'vnc', value: '99999/tcp' }])).toThrow(InvalidContainerSpecError);
+    expect(() => portsFromAttributes([{ category: 'port_map', name: 'vnc', value: 'abc' }])).toThrow(InvalidContainerSpecError);
+    expect(() => portsFromAttributes([{ category: 'port_map', name: 'bad name', value: '5900' }])).toThrow(InvalidContainerSpecError);
+  });
+});
+
+describe('localeFromLanguage', () => {
+  it.each([
+    ['en-US', 'en_US.UTF-8'],
+    ['en_us', 'en_US.UTF-8'],
+    ['de-DE', 'de_DE.UTF-8'],
+    ['de', 'de_DE.UTF-8'],
+    ['en', 'en_US.UTF-8'],
+    ['ja', 'ja_JP.UTF-8'],
+    ['fil-PH', 'fil_PH.UTF-8'],
+  ])('%s → %s', (lang, locale) => expect(localeFromLanguage(lang)).toBe(locale));
+
+  it.each(['EN-US', 'english', 'en-USA', 'en-US.UTF-8', 'e', '', 'en US', 'en-US;rm -rf /'])('ignores %j', (lang) => expect(localeFromLanguage(lang)).toBeNull());
+  it('ignores non-strings', () => expect(localeFromLanguage(null)).toBeNull());
+});
+
+describe('validTimezone', () => {
+  it.each(['UTC', 'Europe/Berlin', 'America/Argentina/Buenos_Aires', 'Etc/GMT+5', 'Etc/GMT-14', 'America/Port-au-Prince'])('accepts %s', (tz) => expect(validTimezone(tz)).toBe(tz));
+  it.each(['', '../etc/passwd', 'Europe/Berlin;id', 'Europe//Berlin', '/UTC', 'Europe/Berlin ', 'A'.repeat(65), 'Europe/../../x'])('ignores %j', (tz) => expect(validTimezone(tz)).toBeNull());
+});

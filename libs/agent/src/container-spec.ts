@@ -1,0 +1,192 @@
+import type { WorkspaceContainerSpec } from './docker-host';
+import { InvalidContainerSpecError } from './errors';
+
+/** Labels the agent puts on every workspace container. */
+export const LABELS = {
+  workspaceId: 'workspace-server.workspace-id',
+  deploymentId: 'workspace-server.deployment-id',
+  /** JSON port map (name → "5900/tcp"), set by DockerHost.createWorkspaceContainer; inspect() reads it back. */
+  ports: 'workspace-server.ports',
+} as const;
+
+/** Set by the server only; request environment cannot override them. */
+export const RESERVED_ENV = ['VNC_PASSWORD', 'X_RES', 'Y_RES', 'VNC_PORT'] as const;
+
+export const DEFAULT_VNC_PORT = '5900/tcp';
+
+const LANGUAGE = /^[a-z]{2,3}([-_][A-Za-z]{2})?$/;
+const TIMEZONE = /^[A-Za-z]+(?:[/_+-][A-Za-z0-9_+-]+)*$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const PORT_VALUE = /^(\d{1,5})(?:\/(tcp|udp|sctp))?$/i;
+const PORT_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
+const MIB = 1024 * 1024;
+
+/** Region used for a bare language code when it is not the language code itself (en → en_US, not en_EN). */
+const DEFAULT_REGION: Record<string, string> = {
+  en: 'US', ja: 'JP', zh: 'CN', ko: 'KR', sv: 'SE', da: 'DK', el: 'GR', cs: 'CZ', uk: 'UA', he: 'IL', hi: 'IN',
+  vi: 'VN', nb: 'NO', nn: 'NO', fa: 'IR', ar: 'EG', sl: 'SI', et: 'EE', ca: 'ES', ga: 'IE', ms: 'MY', sr: 'RS',
+  eu: 'ES', gl: 'ES', ka: 'GE', kk: 'KZ', be: 'BY', bn: 'BD', ur: 'PK', sq: 'AL', hy: 'AM', lb: 'LU', af: 'ZA',
+  sw: 'KE', ta: 'IN', te: 'IN', mr: 'IN', gu: 'IN', kn: 'IN', ml: 'IN', pa: 'IN', zu: 'ZA', xh: 'ZA', fil: 'PH',
+};
+
+export interface ContainerSpecImageAttribute {
+  category: string;
+  name: string;
+  value: string;
+}
+
+/** The fields of Workspace / Image / Server that the spec needs (entities fit structurally). */
+export interface BuildContainerSpecInput {
+  workspace: {
+    id: string;
+    cores: number | string;
+    memory: number | string;
+    /** Becomes VNC_PASSWORD when given. */
+    token?: string | null;
+    /** Stored request environment; used when `environment` is not given. */
+    environment?: Record<string, string> | null;
+  };
+  image: {
+    /** Image reference. */
+    name: string;
+    isBrowser?: boolean | null;
+    xRes?: number | null;
+    yRes?: number | null;
+    execConfig?: { first_launch?: { environment?: Record<string, string> | null } | null } | null;
+    attributes?: ReadonlyArray<ContainerSpecImageAttribute> | null;
+    restrictToNetwork?: boolean | null;
+    networkName?: string | null;
+  };
+  server?: { publishHost?: string | null } | null;
+  /** This installation's deployment id (label). */
+  deploymentId: string;
+  /** Request environment (request_workspace's environment). */
+  environment?: Record<string, string> | null;
+  /** Browser images only → WORKSPACE_URL. */
+  workspaceUrl?: string | null;
+  /** e.g. "en-US" → LANG=en_US.UTF-8. */
+  clientLanguage?: string | null;
+  /** e.g. "Europe/Berlin" → TZ. */
+  clientTimezone?: string | null;
+  /** Default: a quarter of memory, between 64 MiB and 2 GiB. */
+  shmSizeBytes?: number | null;
+  /** Passed through to the spec when set (DockerHost defaults to true; see WorkspaceContainerSpec). */
+  noNewPrivileges?: boolean;
+}
+
+/** "en-US" / "en_us" / "de" → "en_US.UTF-8" / "en_US.UTF-8" / "de_DE.UTF-8"; null when not a language tag. */
+export function localeFromLanguage(language: string | null | undefined): string | null {
+  if (typeof language !== 'string' || !LANGUAGE.test(language)) return null;
+  const [lang, region] = language.split(/[-_]/);
+  const r = region ? region.toUpperCase() : DEFAULT_REGION[lang] ?? lang.toUpperCase();
+  return `${lang}_${r}.UTF-8`;
+}
+
+/** The zone when it looks like an IANA name ("Europe/Berlin", "UTC", "Etc/GMT+5"), else null. */
+export function validTimezone(tz: string | null | undefined): string | null {
+  if (typeof tz !== 'string' || tz.length === 0 || tz.length > 64 || !TIMEZONE.test(tz)) return null;
+  return tz;
+}
+
+function validUrl(url: string | null | undefined): string | null {
+  if (typeof url !== 'string' || !url.trim()) return null;
+  try {
+    const u = new URL(url.trim());
+    return u.protocol === 'http:' || u.protocol === 'https:' ? u.toString() : null;
+  } catch {
+    return null;
+  }
+}
+
+function positiveNumber(value: unknown, what: string): number {
+  const n = typeof value === 'string' ? Number(value) : value;
+  if (typeof n !== 'number' || !Number.isFinite(n) || n <= 0) throw new InvalidContainerSpecError(`${what} must be a positive number, got ${String(value)}`);
+  return n;
+}
+
+function resolution(value: number | null | undefined, fallback: number, what: string): string {
+  const n = value ?? fallback;
+  if (!Number.isInteger(n) || n < 100 || n > 16384) throw new InvalidContainerSpecError(`${what} must be an integer between 100 and 16384, got ${String(n)}`);
+  return String(n);
+}
+
+function copyEnvironment(target: Record<string, string>, source: Record<string, string> | null | undefined, what: string, skipReserved: boolean): void {
+  for (const [key, value] of Object.entries(source ?? {})) {
+    if (!ENV_NAME.test(key)) throw new InvalidContainerSpecError(`${what}: environment variable name ${JSON.stringify(key)} is not valid`);
+    if (value === null || value === undefined) continue;
+    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
+      throw new InvalidContainerSpecError(`${what}: environment variable ${key} must be a string`);
+    }
+    const text = String(value);
+    if (text.includes('\0')) throw new InvalidContainerSpecError(`${what}: environment variable ${key} contains NUL`);
+    if (skipReserved && (RESERVED_ENV as readonly string[]).includes(key)) continue;
+    target[key] = text;
+  }
+}
+
+/** Port map from the image's `port_map` attributes (value "5900/tcp" or "5900"); vnc defaults to 5900/tcp. */
+export function portsFromAttributes(attributes: ReadonlyArray<ContainerSpecImageAttribute> | null | undefined): Record<string, string> {
+  const ports: Record<string, string> = {};
+  for (const a of attributes ?? []) {
+    if (a.category !== 'port_map') continue;
+    const name = a.name.trim().toLowerCase();
+    const m = PORT_VALUE.exec(String(a.value).trim());
+    if (!PORT_NAME.test(name) || !m || Number(m[1]) < 1 || Number(m[1]) > 65535) {
+      throw new InvalidContainerSpecError(`Image port_map entry ${JSON.stringify(a.name)} = ${JSON.stringify(a.value)} is not valid (expected e.g. vnc = 5900/tcp)`);
+    }
+    ports[name] = `${Number(m[1])}/${(m[2] ?? 'tcp').toLowerCase()}`;
+  }
+  if (!ports.vnc) ports.vnc = DEFAULT_VNC_PORT;
+  return ports;
+}
+
+/** Container name for a workspace. */
+export function containerNameFor(workspaceId: string): string {
+  return `ws-${workspaceId.toLowerCase()}`;
+}
+
+/**
+ * Pure: turns a workspace + image + server into the container spec. Environment precedence (later wins):
+ * image exec_config.first_launch.environment < request environment < WORKSPACE_URL / LANG / TZ < X_RES, Y_RES,
+ * VNC_PORT, VNC_PASSWORD. Request environment cannot set the reserved names (they are dropped).
+ */
+export function buildContainerSpec(input: BuildContainerSpecInput): WorkspaceContainerSpec {
+  const { workspace, image } = input;
+  if (!workspace?.id) throw new InvalidContainerSpecError('workspace id is required');
+  if (!image?.name) throw new InvalidContainerSpecError('image name is required');
+  if (!input.deploymentId) throw new InvalidContainerSpecError('deploymentId is required');
+  const cores = positiveNumber(workspace.cores, 'cores');
+  const memoryBytes = Math.floor(positiveNumber(workspace.memory, 'memory'));
+  const ports = portsFromAttributes(image.attributes);
+
+  const env: Record<string, string> = {};
+  copyEnvironment(env, image.execConfig?.first_launch?.environment, 'image exec_config', true);
+  copyEnvironment(env, input.environment ?? workspace.environment, 'request', true);
+
+  const url = image.isBrowser ? validUrl(input.workspaceUrl) : null;
+  if (url) env.WORKSPACE_URL = url;
+  const lang = localeFromLanguage(input.clientLanguage);
+  if (lang) env.LANG = lang;
+  const tz = validTimezone(input.clientTimezone);
+  if (tz) env.TZ = tz;
+
+  env.X_RES = resolution(image.xRes, 1280, 'xRes');
+  env.Y_RES = resolution(image.yRes, 720, 'yRes');
+  env.VNC_PORT = ports.vnc.split('/')[0];
+  if (workspace.token) env.VNC_PASSWORD = workspace.token;
+
+  const shm = input.shmSizeBytes ?? Math.min(2048 * MIB, Math.max(64 * MIB, Math.floor(memoryBytes / 4)));
+  return {
+    name: containerNameFor(workspace.id),
+    image: image.name,
+    cores,
+    memoryBytes,
+    env,
+    labels: { [LABELS.workspaceId]: workspace.id, [LABELS.deploymentId]: input.deploymentId },
+    ports,
+    publishHost: input.server?.publishHost || '127.0.0.1',
+    network: image.restrictToNetwork && image.networkName ? image.networkName : null,
+    shmSizeBytes: shm,
+    ...(input.noNewPrivileges !== undefined ? { noNewPrivileges: input.noNewPrivileges } : {}),
+  };
+}

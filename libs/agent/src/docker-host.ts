@@ -1,0 +1,671 @@
+import { readFileSync } from 'node:fs';
+import type { Duplex, Readable } from 'node:stream';
+import Docker from 'dockerode';
+import { LABELS } from './container-spec';
+import {
+  AgentError,
+  classifyDockerError,
+  ClassifyContext,
+  ContainerConflictError,
+  daemonMessageOf,
+  DockerDaemonError,
+  DockerTimeoutError,
+  ExecTimeoutError,
+  ExecUserNotAllowedError,
+  httpStatusOf,
+  InvalidContainerSpecError,
+  InvalidDockerEndpointError,
+  InvalidExecOptionsError,
+} from './errors';
+import { waitForRfb, WaitForRfbOptions } from './rfb';
+import { DockerOutputCollector } from './stream-demux';
+
+// ---------------------------------------------------------------------------------------------------------------
+// Types
+
+export interface WorkspaceContainerSpec {
+  /** Deterministic container name (e.g. ws-<workspaceId>): a retried create finds the same container. */
+  name: string;
+  /** Local image reference; never pulled. */
+  image: string;
+  /** CPU cores (fractions allowed) → HostConfig.NanoCpus. */
+  cores: number;
+  /** Memory limit; swap is disabled (MemorySwap = Memory). */
+  memoryBytes: number;
+  env: Record<string, string>;
+  labels: Record<string, string>;
+  /** Port name → container port, e.g. { vnc: '5900/tcp' }; each is published on publishHost with an ephemeral port. */
+  ports: Record<string, string>;
+  /** Host address ports are published on (default 127.0.0.1). */
+  publishHost?: string;
+  network?: string | null;
+  shmSizeBytes?: number | null;
+  /** Container user; default: the image's USER. */
+  user?: string | null;
+  /** Default 2048 (counts threads, so browsers need headroom). */
+  pidsLimit?: number;
+  /** Capabilities kept after CapDrop ALL (bounding set); default DEFAULT_CAP_ADD. */
+  capAdd?: string[];
+  /**
+   * SecurityOpt no-new-privileges (default true). Trade-off measured on Docker 20.10: with it, `exec` as root
+   * runs as uid 0 but with NO effective capabilities (cannot chown, cannot bypass file permissions); without it,
+   * root execs get the capAdd set while the image's own user still has no effective capabilities.
+   */
+  noNewPrivileges?: boolean;
+  /** Run docker-init as PID 1 to reap zombies (default true). */
+  init?: boolean;
+}
+
+export interface CreatedContainer {
+  containerId: string;
+  /** False when a container of that name already existed (retried job) and was adopted. */
+  created: boolean;
+}
+
+export interface ContainerState {
+  id: string;
+  name: string;
+  image: string;
+  running: boolean;
+  /** Docker's State.Status: created, running, paused, restarting, removing, exited, dead. */
+  status: string;
+  /** Container address on its network (informational only; reach the container via hostPorts). */
+  ip: string | null;
+  /** Published host port per port name. */
+  hostPorts: Record<string, number>;
+  exitCode: number | null;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  oomKilled: boolean;
+  error: string | null;
+  labels: Record<string, string>;
+}
+
+export interface ContainerSummary {
+  id: string;
+  name: string;
+  image: string;
+  labels: Record<string, string>;
+  /** created, running, exited … */
+  state: string;
+  /** Human readable, e.g. "Up 3 minutes". */
+  status: string;
+  createdAt: Date;
+}
+
+export interface ExecOptions {
+  /** Run as `/bin/sh -c <cmd>`. */
+  cmd: string;
+  environment?: Record<string, string>;
+  /** Absolute path; default the image's WORKDIR. */
+  workdir?: string;
+  /**
+   * Docker's privileged exec. Cannot exceed the container's bounding set: on a CapDrop'ed container (and on this
+   * engine even with default caps) it ends with exit code 126 and the OCI error in stdout.
+   */
+  privileged?: boolean;
+  /** Omitted: the image's sandboxed user. 'root': root. Anything else is rejected before calling Docker. */
+  user?: 'root';
+  /** Default true. */
+  wait?: boolean;
+  /** Per stream; default 64 KiB. */
+  maxOutputBytes?: number;
+  /** Default 60 s; covers create, run and exit code. */
+  timeoutMs?: number;
+}
+
+export interface ExecResult {
+  execId: string;
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+  /** Either stream exceeded maxOutputBytes. */
+  truncated: boolean;
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+  /** Bytes produced (including dropped ones). */
+  stdoutBytes: number;
+  stderrBytes: number;
+  durationMs: number;
+}
+
+export interface DetachedExec {
+  execId: string;
+}
+
+export interface DockerInfo {
+  ncpu: number;
+  memTotal: number;
+  serverVersion: string;
+  name: string;
+  operatingSystem: string;
+}
+
+export interface DockerEndpointConfig {
+  /** unix:///var/run/docker.sock, tcp://host:2376 (TLS with the files below), ssh://user@host[:port]. */
+  endpoint: string;
+  tlsCaPath?: string | null;
+  tlsCertPath?: string | null;
+  tlsKeyPath?: string | null;
+  /** Private key for ssh:// (default: the ssh agent at SSH_AUTH_SOCK). */
+  sshKeyPath?: string | null;
+  /** Server name used in error messages (default derived from the endpoint). */
+  name?: string;
+  /** Bound of one Docker API call (default 30 s). */
+  requestTimeoutMs?: number;
+}
+
+/**
+ * Bounding set kept after CapDrop ALL. Effective only for root processes in containers without no-new-privileges
+ * (root execs then can chown/install); the image's own (non-root) user never gets effective capabilities.
+ */
+export const DEFAULT_CAP_ADD: readonly string[] = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID'];
+export const DEFAULT_PIDS_LIMIT = 2048;
+export const DEFAULT_EXEC_MAX_OUTPUT_BYTES = 64 * 1024;
+export const DEFAULT_EXEC_TIMEOUT_MS = 60_000;
+const MAX_EXEC_OUTPUT_BYTES = 64 * 1024 * 1024;
+const MAX_EXEC_TIMEOUT_MS = 24 * 3600_000;
+
+const CONTAINER_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$/;
+const PORT_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
+const CONTAINER_PORT = /^(\d{1,5})\/(tcp|udp|sctp)$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const MIN_MEMORY_BYTES = 6 * 1024 * 1024; // Docker's minimum
+
+// ---------------------------------------------------------------------------------------------------------------
+// Endpoint parsing
+
+export interface ParsedEndpoint {
+  options: Docker.DockerOptions;
+  /** Endpoint without credentials, for messages. */
+  display: string;
+}
+
+function readEndpointFile(endpoint: string, what: string, path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new InvalidDockerEndpointError(endpoint, `cannot read ${what} ${path}: ${(err as Error).message}`);
+  }
+}
+
+export function parseDockerEndpoint(config: DockerEndpointConfig): ParsedEndpoint {
+  const endpoint = (config.endpoint ?? '').trim();
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    throw new InvalidDockerEndpointError(endpoint, 'expected unix:///path, tcp://host:port or ssh://user@host');
+  }
+  const protocol = url.protocol.replace(/:$/, '');
+  if (protocol === 'unix') {
+    const socketPath = decodeURIComponent(url.pathname);
+    if (url.hostname || !socketPath.startsWith('/')) throw new InvalidDockerEndpointError(endpoint, 'unix endpoints need an absolute socket path (unix:///var/run/docker.sock)');
+    return { options: { socketPath }, display: `unix://${socketPath}` };
+  }
+  if (protocol === 'tcp' || protocol === 'http' || protocol === 'https') {
+    if (!url.hostname) throw new InvalidDockerEndpointError(endpoint, 'missing host');
+    if (url.username || url.password) throw new InvalidDockerEndpointError(endpoint, 'credentials in tcp endpoints are not supported; use TLS client certificates');
+    const hasCert = Boolean(config.tlsCertPath);
+    const hasKey = Boolean(config.tlsKeyPath);
+    if (hasCert !== hasKey) throw new InvalidDockerEndpointError(endpoint, 'TLS needs both a certificate and a key');
+    const tls = protocol === 'https' || Boolean(config.tlsCaPath) || hasCert;
+    const port = url.port ? Number(url.port) : tls ? 2376 : 2375;
+    const options: Docker.DockerOptions = { host: url.hostname.replace(/^\[|\]$/g, ''), port, protocol: tls ? 'https' : 'http' };
+    if (config.tlsCaPath) options.ca = readEndpointFile(endpoint, 'TLS CA', config.tlsCaPath);
+    if (config.tlsCertPath) options.cert = readEndpointFile(endpoint, 'TLS certificate', config.tlsCertPath);
+    if (config.tlsKeyPath) options.key = readEndpointFile(endpoint, 'TLS key', config.tlsKeyPath);
+    return { options, display: `${tls ? 'https' : 'tcp'}://${url.hostname}:${port}` };
+  }
+  if (protocol === 'ssh') {
+    if (!url.hostname) throw new InvalidDockerEndpointError(endpoint, 'missing host');
+    if (url.password) throw new InvalidDockerEndpointError(endpoint, 'passwords in ssh endpoints are not supported; use an ssh agent or key file');
+    const port = url.port ? Number(url.port) : 22;
+    const username = decodeURIComponent(url.username) || 'root';
+    const sshOptions: NonNullable<Docker.DockerOptions['sshOptions']> = {};
+    if (config.sshKeyPath) sshOptions.privateKey = readEndpointFile(endpoint, 'ssh key', config.sshKeyPath);
+    else if (process.env.SSH_AUTH_SOCK) sshOptions.agent = process.env.SSH_AUTH_SOCK;
+    return {
+      options: { protocol: 'ssh', host: url.hostname, port, username, sshOptions },
+      display: `ssh://${username}@${url.hostname}${port === 22 ? '' : `:${port}`}`,
+    };
+  }
+  throw new InvalidDockerEndpointError(endpoint, `unsupported scheme "${protocol}:" (use unix://, tcp:// or ssh://)`);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Spec validation
+
+function validateSpec(spec: WorkspaceContainerSpec): Record<string, { port: string }> {
+  const fail = (msg: string): never => {
+    throw new InvalidContainerSpecError(`Invalid container spec${spec?.name ? ` for ${spec.name}` : ''}: ${msg}`);
+  };
+  if (!spec || typeof spec !== 'object') fail('missing spec');
+  if (typeof spec.name !== 'string' || !CONTAINER_NAME.test(spec.name)) fail(`container name ${JSON.stringify(spec.name)} is not valid`);
+  if (typeof spec.image !== 'string' || !spec.image.trim() || /\s/.test(spec.image)) fail(`image ${JSON.stringify(spec.image)} is not valid`);
+  if (typeof spec.cores !== 'number' || !Number.isFinite(spec.cores) || spec.cores <= 0 || spec.cores > 1024) fail(`cores must be a positive number, got ${String(spec.cores)}`);
+  if (typeof spec.memoryBytes !== 'number' || !Number.isSafeInteger(spec.memoryBytes) || spec.memoryBytes < MIN_MEMORY_BYTES) {
+    fail(`memoryBytes must be an integer >= ${MIN_MEMORY_BYTES}, got ${String(spec.memoryBytes)}`);
+  }
+  for (const [key, value] of Object.entries(spec.env ?? {})) {
+    if (!ENV_NAME.test(key)) fail(`environment variable name ${JSON.stringify(key)} is not valid`);
+    if (typeof value !== 'string' || value.includes('\0')) fail(`environment variable ${key} must be a string without NUL`);
+  }
+  for (const [key, value] of Object.entries(spec.labels ?? {})) {
+    if (!key || typeof value !== 'string') fail(`label ${JSON.stringify(key)} must have a string value`);
+  }
+  const ports: Record<string, { port: string }> = {};
+  for (const [name, value] of Object.entries(spec.ports ?? {})) {
+    if (!PORT_NAME.test(name)) fail(`port name ${JSON.stringify(name)} is not valid`);
+    const m = typeof value === 'string' ? CONTAINER_PORT.exec(value) : null;
+    if (!m || Number(m[1]) < 1 || Number(m[1]) > 65535) fail(`port ${name} must look like "5900/tcp", got ${JSON.stringify(value)}`);
+    ports[name] = { port: value };
+  }
+  if (spec.shmSizeBytes != null && (!Number.isSafeInteger(spec.shmSizeBytes) || spec.shmSizeBytes <= 0)) fail('shmSizeBytes must be a positive integer');
+  if (spec.noNewPrivileges !== undefined && typeof spec.noNewPrivileges !== 'boolean') fail('noNewPrivileges must be a boolean');
+  if (spec.pidsLimit != null && (!Number.isSafeInteger(spec.pidsLimit) || spec.pidsLimit < 16)) fail('pidsLimit must be an integer >= 16');
+  for (const cap of spec.capAdd ?? []) if (!/^[A-Z_]+$/.test(cap) || cap === 'ALL' || cap === 'SYS_ADMIN') fail(`capability ${JSON.stringify(cap)} is not allowed`);
+  return ports;
+}
+
+function validateExecOptions(options: ExecOptions): void {
+  if (!options || typeof options !== 'object') throw new InvalidExecOptionsError('exec options are required');
+  // The user check comes first and is strict: only "root" or nothing.
+  if (options.user !== undefined && options.user !== 'root') throw new ExecUserNotAllowedError(options.user);
+  if (typeof options.cmd !== 'string' || !options.cmd.trim()) throw new InvalidExecOptionsError('exec cmd must be a non-empty string');
+  if (options.cmd.includes('\0')) throw new InvalidExecOptionsError('exec cmd must not contain NUL');
+  for (const [key, value] of Object.entries(options.environment ?? {})) {
+    if (!ENV_NAME.test(key)) throw new InvalidExecOptionsError(`environment variable name ${JSON.stringify(key)} is not valid`);
+    if (typeof value !== 'string' || value.includes('\0')) throw new InvalidExecOptionsError(`environment variable ${key} must be a string without NUL`);
+  }
+  if (options.workdir !== undefined && (typeof options.workdir !== 'string' || !options.workdir.startsWith('/') || options.workdir.includes('\0'))) {
+    throw new InvalidExecOptionsError(`workdir must be an absolute path, got ${JSON.stringify(options.workdir)}`);
+  }
+  if (options.privileged !== undefined && typeof options.privileged !== 'boolean') throw new InvalidExecOptionsError('privileged must be a boolean');
+  if (options.wait !== undefined && typeof options.wait !== 'boolean') throw new InvalidExecOptionsError('wait must be a boolean');
+  const max = options.maxOutputBytes;
+  if (max !== undefined && (!Number.isSafeInteger(max) || max < 0 || max > MAX_EXEC_OUTPUT_BYTES)) {
+    throw new InvalidExecOptionsError(`maxOutputBytes must be an integer between 0 and ${MAX_EXEC_OUTPUT_BYTES}`);
+  }
+  const t = options.timeoutMs;
+  if (t !== undefined && (typeof t !== 'number' || !Number.isFinite(t) || t <= 0 || t > MAX_EXEC_TIMEOUT_MS)) {
+    throw new InvalidExecOptionsError(`timeoutMs must be a positive number of milliseconds (at most ${MAX_EXEC_TIMEOUT_MS})`);
+  }
+}
+
+function parseDockerDate(value: string | undefined): Date | null {
+  if (!value || value.startsWith('0001-01-01')) return null;
+  const d = new Date(value);
+  return Number.isNaN(d.getTime()) ? null : d;
+}
+
+function parsePortsLabel(value: string | undefined): Record<string, string> | null {
+  if (!value) return null;
+  try {
+    const parsed: unknown = JSON.parse(value);
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return null;
+    const out: Record<string, string> = {};
+    for (const [k, v] of Object.entries(parsed as Record<string, unknown>)) if (typeof v === 'string') out[k] = v;
+    return out;
+  } catch {
+    return null;
+  }
+}
+
+/** dockerode accepts options (abortSignal) on ping/info; its typings do not say so. */
+interface WithOptions {
+  ping(options: { abortSignal: AbortSignal }): Promise<unknown>;
+  info(options: { abortSignal: AbortSignal }): Promise<unknown>;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+// ---------------------------------------------------------------------------------------------------------------
+
+/** One Docker engine. All methods throw AgentErrors (see errors.ts); `isTransientDockerError` tells retry from fail. */
+export class DockerHost {
+  constructor(
+    readonly docker: Docker,
+    /** Server name used in messages. */
+    readonly name: string,
+    readonly requestTimeoutMs = 30_000,
+  ) {}
+
+  static fromEndpoint(config: DockerEndpointConfig): DockerHost {
+    const { options, display } = parseDockerEndpoint(config);
+    return new DockerHost(new Docker(options), config.name || display, config.requestTimeoutMs ?? 30_000);
+  }
+
+  /** Runs one Docker call bounded by timeoutMs; errors come out classified. */
+  private async call<T>(operation: string, ctx: Partial<ClassifyContext>, fn: (signal: AbortSignal) => Promise<T>, timeoutMs = this.requestTimeoutMs): Promise<T> {
+    const controller = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        controller.abort();
+        reject(new DockerTimeoutError(this.name, operation, Math.round(timeoutMs)));
+      }, timeoutMs);
+    });
+    try {
+      return await Promise.race([fn(controller.signal), timeout]);
+    } catch (err) {
+      throw classifyDockerError(err, { host: this.name, operation, ...ctx });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async ping(): Promise<true> {
+    await this.call('ping', {}, (abortSignal) => (this.docker as unknown as WithOptions).ping({ abortSignal }));
+    return true;
+  }
+
+  async info(): Promise<DockerInfo> {
+    const info = (await this.call('get info', {}, (abortSignal) => (this.docker as unknown as WithOptions).info({ abortSignal }))) as {
+      NCPU: number;
+      MemTotal: number;
+      ServerVersion: string;
+      Name: string;
+      OperatingSystem: string;
+    };
+    return { ncpu: info.NCPU, memTotal: info.MemTotal, serverVersion: info.ServerVersion, name: info.Name, operatingSystem: info.OperatingSystem };
+  }
+
+  /** True when the image is present locally (nothing is ever pulled). */
+  async imageExists(ref: string): Promise<boolean> {
+    return this.call(`inspect image ${ref}`, {}, async () => {
+      try {
+        await this.docker.getImage(ref).inspect();
+        return true;
+      } catch (err) {
+        if (httpStatusOf(err) === 404) return false;
+        throw err;
+      }
+    });
+  }
+
+  /**
+   * Creates (does not start) the workspace container. Idempotent by name: when a container with spec.name exists
+   * (HTTP 409) its id is returned, provided it carries the same labels (else ContainerConflictError).
+   * A missing image is ImageNotFoundError (permanent); nothing is pulled.
+   */
+  async createWorkspaceContainer(spec: WorkspaceContainerSpec): Promise<CreatedContainer> {
+    const ports = validateSpec(spec);
+    const publishHost = spec.publishHost || '127.0.0.1';
+    const exposed: Record<string, object> = {};
+    const bindings: Record<string, Array<{ HostIp: string; HostPort: string }>> = {};
+    for (const { port } of Object.values(ports)) {
+      exposed[port] = {};
+      bindings[port] = [{ HostIp: publishHost, HostPort: '' }];
+    }
+    const portMap = Object.fromEntries(Object.entries(ports).map(([n, p]) => [n, p.port]));
+    const body: Docker.ContainerCreateOptions = {
+      name: spec.name,
+      Image: spec.image,
+      Env: Object.entries(spec.env ?? {}).map(([k, v]) => `${k}=${v}`),
+      Labels: { ...spec.labels, [LABELS.ports]: JSON.stringify(portMap) },
+      ExposedPorts: exposed,
+      ...(spec.user ? { User: spec.user } : {}),
+      HostConfig: {
+        NanoCpus: Math.round(spec.cores * 1e9),
+        Memory: spec.memoryBytes,
+        MemorySwap: spec.memoryBytes,
+        PortBindings: bindings,
+        ...(spec.shmSizeBytes ? { ShmSize: spec.shmSizeBytes } : {}),
+        ...(spec.network ? { NetworkMode: spec.network } : {}),
+        CapDrop: ['ALL'],
+        CapAdd: [...(spec.capAdd ?? DEFAULT_CAP_ADD)],
+        SecurityOpt: spec.noNewPrivileges === false ? [] : ['no-new-privileges:true'],
+        PidsLimit: spec.pidsLimit ?? DEFAULT_PIDS_LIMIT,
+        Init: spec.init ?? true,
+        RestartPolicy: { Name: 'no' },
+      },
+    };
+    const operation = `create container ${spec.name}`;
+    // A name can be reserved (409) by a concurrent create that is not inspectable yet (404), or by a container
+    // being removed: wait for either to settle, bounded.
+    const settleDeadline = performance.now() + Math.min(this.requestTimeoutMs, 15_000);
+    for (let delay = 25; ; delay = Math.min(delay * 2, 250)) {
+      try {
+        const container = await this.call(operation, { image: spec.image }, (abortSignal) => this.docker.createContainer({ ...body, abortSignal }));
+        return { containerId: container.id, created: true };
+      } catch (err) {
+        const cause = err instanceof AgentError ? err.cause : err;
+        if (!(httpStatusOf(cause) === 409 && /already in use|container name/i.test(daemonMessageOf(cause)))) throw err;
+        const existing = await this.findByName(spec.name);
+        if (!existing) {
+          if (performance.now() + delay < settleDeadline) {
+            await sleep(delay);
+            continue;
+          }
+          throw new DockerDaemonError(this.name, operation, 409, `container name ${spec.name} stays reserved by a container that is being created or removed`, true, { cause });
+        }
+        const foreign = Object.entries(spec.labels ?? {}).find(([k, v]) => existing.labels[k] !== v);
+        if (foreign) {
+          throw new ContainerConflictError(
+            this.name,
+            `container name ${spec.name} is used by container ${existing.id.slice(0, 12)} whose label ${foreign[0]} is ${JSON.stringify(existing.labels[foreign[0]] ?? null)}, not ${JSON.stringify(foreign[1])}`,
+          );
+        }
+        return { containerId: existing.id, created: false };
+      }
+    }
+  }
+
+  private async findByName(name: string): Promise<{ id: string; labels: Record<string, string> } | null> {
+    return this.call(`inspect container ${name}`, {}, async (abortSignal) => {
+      try {
+        const info = await this.docker.getContainer(name).inspect({ abortSignal });
+        return { id: info.Id, labels: info.Config?.Labels ?? {} };
+      } catch (err) {
+        if (httpStatusOf(err) === 404) return null;
+        throw err;
+      }
+    });
+  }
+
+  /** Idempotent: a container that is already running (HTTP 304) is success. */
+  async start(containerId: string): Promise<void> {
+    await this.call(`start container ${containerId}`, { containerId }, async (abortSignal) => {
+      try {
+        await this.docker.getContainer(containerId).start({ abortSignal });
+      } catch (err) {
+        if (httpStatusOf(err) === 304) return;
+        throw err;
+      }
+    });
+  }
+
+  /** Idempotent: already stopped (304) or gone (404) is success. */
+  async stop(containerId: string, graceSeconds = 10): Promise<void> {
+    await this.call(
+      `stop container ${containerId}`,
+      { containerId },
+      async (abortSignal) => {
+        try {
+          await this.docker.getContainer(containerId).stop({ t: graceSeconds, abortSignal });
+        } catch (err) {
+          if (httpStatusOf(err) === 304 || httpStatusOf(err) === 404) return;
+          throw err;
+        }
+      },
+      this.requestTimeoutMs + graceSeconds * 1000,
+    );
+  }
+
+  /**
+   * State of a container. hostPorts are named by `ports` (name → "5900/tcp") or, when omitted, by the port map
+   * label set at creation. Missing container: ContainerNotFoundError.
+   */
+  async inspect(containerId: string, ports?: Record<string, string>): Promise<ContainerState> {
+    const info = await this.call(`inspect container ${containerId}`, { containerId }, (abortSignal) => this.docker.getContainer(containerId).inspect({ abortSignal }));
+    const labels = info.Config?.Labels ?? {};
+    const names = ports ?? parsePortsLabel(labels[LABELS.ports]) ?? {};
+    const published = info.NetworkSettings?.Ports ?? {};
+    const hostPorts: Record<string, number> = {};
+    for (const [name, containerPort] of Object.entries(names)) {
+      const list = (published[containerPort] ?? []) as Array<{ HostIp?: string; HostPort?: string }>;
+      const binding = list.find((b) => b.HostIp === '127.0.0.1' && b.HostPort) ?? list.find((b) => b.HostPort);
+      const port = binding ? Number(binding.HostPort) : NaN;
+      if (Number.isInteger(port) && port > 0) hostPorts[name] = port;
+    }
+    const networks = Object.values(info.NetworkSettings?.Networks ?? {}) as Array<{ IPAddress?: string }>;
+    const ip = info.NetworkSettings?.IPAddress || networks.find((n) => n.IPAddress)?.IPAddress || null;
+    const state = info.State ?? ({} as Docker.ContainerInspectInfo['State']);
+    return {
+      id: info.Id,
+      name: (info.Name ?? '').replace(/^\//, ''),
+      image: info.Config?.Image ?? '',
+      running: Boolean(state.Running),
+      status: state.Status ?? 'unknown',
+      ip,
+      hostPorts,
+      exitCode: typeof state.ExitCode === 'number' ? state.ExitCode : null,
+      startedAt: parseDockerDate(state.StartedAt),
+      finishedAt: parseDockerDate(state.FinishedAt),
+      oomKilled: Boolean(state.OOMKilled),
+      error: state.Error || null,
+      labels,
+    };
+  }
+
+  /** Force-removes the container and its anonymous volumes. Gone already (404) or removal in progress is success. */
+  async remove(containerId: string): Promise<void> {
+    await this.call(`remove container ${containerId}`, { containerId }, async (abortSignal) => {
+      try {
+        await this.docker.getContainer(containerId).remove({ force: true, v: true, abortSignal });
+      } catch (err) {
+        const status = httpStatusOf(err);
+        if (status === 404) return;
+        if (status === 409 && /already in progress/i.test(daemonMessageOf(err))) return;
+        throw err;
+      }
+    });
+  }
+
+  /** Containers (running or not) carrying all the given labels. At least one label is required. */
+  async listByLabels(labels: Record<string, string>): Promise<ContainerSummary[]> {
+    const filters = Object.entries(labels ?? {}).map(([k, v]) => `${k}=${v}`);
+    if (filters.length === 0) throw new InvalidContainerSpecError('listByLabels needs at least one label');
+    const list = await this.call('list containers', {}, (abortSignal) => this.docker.listContainers({ all: true, filters: { label: filters }, abortSignal }));
+    return list.map((c) => ({
+      id: c.Id,
+      name: (c.Names?.[0] ?? '').replace(/^\//, ''),
+      image: c.Image,
+      labels: c.Labels ?? {},
+      state: c.State,
+      status: c.Status,
+      createdAt: new Date(c.Created * 1000),
+    }));
+  }
+
+  /** See waitForRfb in rfb.ts. */
+  waitForRfb(host: string, port: number, options: WaitForRfbOptions = {}): Promise<number> {
+    return waitForRfb(host, port, options);
+  }
+
+  /**
+   * Runs `/bin/sh -c cmd` in a running container. Without `user` it runs as the container's configured (sandboxed)
+   * user; `user: 'root'` runs as root; any other value throws ExecUserNotAllowedError before Docker is called.
+   * wait (default true): collects stdout/stderr (each capped at maxOutputBytes) and the exit code, bounded by
+   * timeoutMs (ExecTimeoutError with the partial output). wait false: starts detached and returns the exec id.
+   */
+  exec(containerId: string, options: ExecOptions & { wait: false }): Promise<DetachedExec>;
+  exec(containerId: string, options: ExecOptions & { wait?: true }): Promise<ExecResult>;
+  exec(containerId: string, options: ExecOptions): Promise<ExecResult | DetachedExec>;
+  async exec(containerId: string, options: ExecOptions): Promise<ExecResult | DetachedExec> {
+    validateExecOptions(options);
+    const wait = options.wait ?? true;
+    const timeoutMs = options.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS;
+    const maxOutputBytes = options.maxOutputBytes ?? DEFAULT_EXEC_MAX_OUTPUT_BYTES;
+    const started = performance.now();
+    const deadline = started + timeoutMs;
+    const left = () => Math.max(1, deadline - performance.now());
+    const ctx = { containerId };
+
+    const createOptions: Docker.ExecCreateOptions = {
+      Cmd: ['/bin/sh', '-c', options.cmd],
+      AttachStdin: false,
+      AttachStdout: wait,
+      AttachStderr: wait,
+      Tty: false,
+      Env: Object.entries(options.environment ?? {}).map(([k, v]) => `${k}=${v}`),
+      ...(options.workdir ? { WorkingDir: options.workdir } : {}),
+      ...(options.privileged ? { Privileged: true } : {}),
+      ...(options.user === 'root' ? { User: 'root' } : {}),
+    };
+    const exec = await this.call(
+      `create exec in ${containerId}`,
+      ctx,
+      (abortSignal) => this.docker.getContainer(containerId).exec({ ...createOptions, abortSignal }),
+      Math.min(this.requestTimeoutMs, left()),
+    );
+
+    if (!wait) {
+      await this.call(
+        `start exec in ${containerId}`,
+        ctx,
+        async (abortSignal) => {
+          const res = (await exec.start({ Detach: true, Tty: false, abortSignal })) as Readable | undefined;
+          res?.resume?.();
+        },
+        Math.min(this.requestTimeoutMs, left()),
+      );
+      return { execId: exec.id };
+    }
+
+    const collector = new DockerOutputCollector(maxOutputBytes);
+    const partial = () => ({ stdout: collector.stdout, stderr: collector.stderr, truncated: collector.stdoutTruncated || collector.stderrTruncated });
+    const stream = (await this.call(
+      `start exec in ${containerId}`,
+      ctx,
+      (abortSignal) => exec.start({ hijack: true, stdin: false, Detach: false, Tty: false, abortSignal }),
+      Math.min(this.requestTimeoutMs, left()),
+    )) as Duplex;
+
+    const finished = await new Promise<boolean>((resolve, reject) => {
+      let done = false;
+      const settle = (ok: boolean, err?: unknown) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        if (err) reject(classifyDockerError(err, { host: this.name, operation: `read exec output in ${containerId}`, containerId }));
+        else resolve(ok);
+      };
+      const timer = setTimeout(() => {
+        settle(false);
+        stream.destroy();
+      }, left());
+      stream.on('data', (chunk: Buffer) => collector.push(chunk));
+      stream.on('end', () => settle(true));
+      stream.on('close', () => settle(true));
+      stream.on('error', (err) => settle(false, err));
+    });
+    if (!finished) throw new ExecTimeoutError(exec.id, timeoutMs, partial());
+
+    // The stream ends when the process exits; the exit code may lag by a few ms.
+    let exitCode: number | null = null;
+    for (let delay = 5; ; delay = Math.min(delay * 2, 100)) {
+      const info = await this.call(`inspect exec in ${containerId}`, ctx, (abortSignal) => exec.inspect({ abortSignal }), Math.min(this.requestTimeoutMs, left()));
+      if (!info.Running && typeof info.ExitCode === 'number') {
+        exitCode = info.ExitCode;
+        break;
+      }
+      if (deadline - performance.now() <= delay) throw new ExecTimeoutError(exec.id, timeoutMs, partial());
+      await sleep(delay);
+    }
+    stream.destroy();
+    return {
+      execId: exec.id,
+      exitCode,
+      stdout: collector.stdout,
+      stderr: collector.stderr,
+      truncated: collector.stdoutTruncated || collector.stderrTruncated,
+      stdoutTruncated: collector.stdoutTruncated,
+      stderrTruncated: collector.stderrTruncated,
+      stdoutBytes: collector.stdoutBytes,
+      stderrBytes: collector.stderrBytes,
+      durationMs: Math.round(performance.now() - started),
+    };
+  }
+}

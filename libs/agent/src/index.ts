@@ -1,0 +1,7 @@
+export * from './errors';
+export * from './stream-demux';
+export * from './rfb';
+export * from './docker-host';
+export * from './container-spec';
+export * from './docker-hosts';
+export * from './agent.module';
