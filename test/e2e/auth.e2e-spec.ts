@@ -84,6 +84,15 @@ describe('authentication and permissions', () => {
       expect(res.body).toEqual({ error_message: 'Missing permissions: Users View' });
     });
 
+    it('needs both Users Auth Session and User to act as a user (rule 4 of Authentication)', async () => {
+      for (const [held, missing] of [[['Users Auth Session'], 'User'], [['User'], 'Users Auth Session']] as const) {
+        const key = await api.key([...held]);
+        const res = await api.call('request_workspace', key, {});
+        expect(res.status).toBe(403);
+        expect(res.body).toEqual({ error_message: `Missing permissions: ${missing}` });
+      }
+    });
+
     it('delete_user needs Users Delete and, by rule 3, Users Modify', async () => {
       const key = await api.key([]);
       await api.app.get(DataSource).query(`UPDATE api_keys SET permissions = '{"Users Delete","Users View"}' WHERE api_key = $1`, [key.api_key]);

@@ -1,7 +1,11 @@
 import 'reflect-metadata';
+import { execFileSync } from 'node:child_process';
+import type { INestApplicationContext } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import request from 'supertest';
 import { createApi } from '../../apps/api/src/bootstrap';
+import { createWorker } from '../../apps/worker/src/bootstrap';
+import { DockerHost, LABELS } from '@ws/agent';
 import { ApiKeysService, Permission } from '@ws/auth';
 import { AppConfig, loadConfig, randomSecret } from '@ws/common';
 import { dropDatabase, migrate } from '@ws/database';
@@ -13,22 +17,45 @@ export interface TestKey {
 
 /** A live api on a database and Redis prefix of its own; close() drops both. */
 export class TestApi {
+  worker: INestApplicationContext | null = null;
+
   private constructor(
     readonly app: NestFastifyApplication,
     readonly config: AppConfig,
     readonly database: string,
+    /** What the api and worker were started with: a worker started later must use the same. */
+    readonly settings: Partial<AppConfig>,
   ) {}
 
-  static async start(overrides: Partial<AppConfig> = {}): Promise<TestApi> {
+  /** `worker: true` also runs the queue workers in this process. */
+  static async start(overrides: Partial<AppConfig> = {}, options: { worker?: boolean } = {}): Promise<TestApi> {
     const suffix = randomSecret(5);
     const database = `ws_e2e_${suffix}`;
-    const settings: Partial<AppConfig> = { DATABASE_NAME: database, REDIS_PREFIX: `wse2e-${suffix}`, DATABASE_POOL_SIZE: 4, LOG_LEVEL: 'warn', ...overrides };
+    const settings: Partial<AppConfig> = {
+      DATABASE_NAME: database, REDIS_PREFIX: `wse2e-${suffix}`, DEPLOYMENT_ID: `e2e-${suffix}`, DATABASE_POOL_SIZE: 4, LOG_LEVEL: 'warn', ...overrides,
+    };
     const config = Object.assign(loadConfig(), settings);
     await migrate(config, database);
     const app = await createApi(settings);
     await app.init();
     await app.getHttpAdapter().getInstance().ready();
-    return new TestApi(app, config, database);
+    const api = new TestApi(app, config, database, settings);
+    if (options.worker) await api.startWorker();
+    return api;
+  }
+
+  async startWorker(overrides: Partial<AppConfig> = {}): Promise<void> {
+    this.worker = await createWorker({ ...this.settings, ...overrides });
+  }
+
+  async stopWorker(): Promise<void> {
+    await this.worker?.close();
+    this.worker = null;
+  }
+
+  /** Containers of this test's deployment on the local engine. */
+  containers() {
+    return localDocker().listByLabels({ [LABELS.deploymentId]: this.config.DEPLOYMENT_ID });
   }
 
   async key(permissions: Permission[], options: { readOnly?: boolean; expiresAt?: Date } = {}): Promise<TestKey> {
@@ -49,7 +76,9 @@ export class TestApi {
   }
 
   async close(): Promise<void> {
+    await this.stopWorker();
     await this.app.close();
+    for (const c of await this.containers().catch(() => [])) await localDocker().remove(c.id).catch(() => undefined);
     await dropDatabase(this.config, this.database);
   }
 }
@@ -67,3 +96,13 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
 
 export const HEX32 = /^[0-9a-f]{32}$/;
 export const TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6}$/;
+
+export const localDocker = () => DockerHost.fromEndpoint({ endpoint: 'unix:///var/run/docker.sock', name: 'local' });
+
+/** The reference desktop image (npm test builds it and passes the tag; a direct jest run builds or finds it). */
+export function desktopImage(): string {
+  if (process.env.WS_TEST_DESKTOP_IMAGE) return process.env.WS_TEST_DESKTOP_IMAGE;
+  const out = execFileSync('bash', ['scripts/build-desktop-image.sh'], { cwd: `${__dirname}/../..`, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  process.env.WS_TEST_DESKTOP_IMAGE = out.trim().split('\n').pop() as string;
+  return process.env.WS_TEST_DESKTOP_IMAGE;
+}

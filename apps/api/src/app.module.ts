@@ -4,24 +4,28 @@ import { AuthModule, OperationGuard } from '@ws/auth';
 import { apiValidationPipe, AppConfig, ConfigModule } from '@ws/common';
 import { DatabaseModule } from '@ws/database';
 import { QueueModule } from '@ws/queue';
+import { ServersModule } from '@ws/servers';
 import { SettingsModule } from '@ws/settings';
 import { UsersModule } from '@ws/users';
 import { WorkspacesModule } from '@ws/workspaces/workspaces.module';
+import { ZonesModule } from '@ws/zones/zones.module';
 import { ClientLoginController } from './client/client-login.controller';
 import { ClientSessionController } from './client/client-session.controller';
 import { ApiExceptionFilter } from './errors/api-exception.filter';
 import { HealthController } from './health.controller';
 import { GroupsController } from './public-api/groups.controller';
+import { ImagesController } from './public-api/images.controller';
 import { SessionTokensController } from './public-api/session-tokens.controller';
 import { UsersController } from './public-api/users.controller';
+import { WorkspacesController } from './public-api/workspaces.controller';
 
 @Module({})
 export class AppModule {
   static forRoot(overrides: Partial<AppConfig> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, WorkspacesModule],
-      controllers: [UsersController, GroupsController, SessionTokensController, ClientLoginController, ClientSessionController, HealthController],
+      imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, WorkspacesModule, ZonesModule, ServersModule],
+      controllers: [UsersController, GroupsController, SessionTokensController, WorkspacesController, ImagesController, ClientLoginController, ClientSessionController, HealthController],
       providers: [
         { provide: APP_GUARD, useClass: OperationGuard },
         { provide: APP_FILTER, useClass: ApiExceptionFilter },

@@ -11,6 +11,7 @@ export async function createApi(overrides: Partial<AppConfig> = {}): Promise<Nes
   configureFastify(adapter.getInstance());
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(overrides), adapter, {
     bodyParser: false,
+    abortOnError: false,
     logger: ['error', 'warn', ...(config.LOG_LEVEL === 'log' || config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'verbose' ? (['log'] as const) : [])],
   });
   app.enableShutdownHooks();

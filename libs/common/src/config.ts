@@ -37,6 +37,8 @@ export class AppConfig {
   @IsIn(['error', 'warn', 'log', 'debug', 'verbose']) LOG_LEVEL = 'log';
   /** Worker: concurrent jobs per queue in one process. */
   @Transform(toInt) @IsInt() @Min(1) @Max(64) WORKER_CONCURRENCY = 4;
+  /** Worker: how long a job stays locked without a heartbeat before another worker takes it over. */
+  @Transform(toInt) @IsInt() @Min(1000) @Max(600_000) WORKER_LOCK_MS = 30_000;
 }
 
 export class ConfigError extends Error {}

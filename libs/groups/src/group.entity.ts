@@ -4,6 +4,7 @@ import type { Permission } from '@ws/auth/permissions';
 import { User } from '@ws/users/user.entity';
 
 export type SystemGroup = 'all_users' | 'administrators';
+export type UsageInterval = 'daily' | 'weekly' | 'monthly' | 'total';
 
 @Entity('groups')
 export class Group {
@@ -18,8 +19,10 @@ export class Group {
   @Column('integer', { default: 100 }) priority!: number;
   /** Seconds a keepalive extends a workspace by; null: the deployment default. */
   @Column('integer', { nullable: true }) keepaliveExpiration!: number | null;
-  /** Seconds of workspace use allowed per user; null: unlimited. */
+  /** Seconds of workspace use allowed per user within usage_interval; null: unlimited. */
   @Column('integer', { nullable: true }) usageLimit!: number | null;
+  /** The window usage_limit counts over: the current UTC day, week (from Monday), month, or all time. */
+  @Column('text', { default: 'total' }) usageInterval!: UsageInterval;
   @Column('uuid', { nullable: true }) defaultImageId!: string | null;
   /** Overrides of the spec's client_settings keys. */
   @Column('jsonb', { default: () => "'{}'" }) clientSettings!: Record<string, boolean | number>;

@@ -2,8 +2,18 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { EntityManager, In, Repository } from 'typeorm';
 import { AccessService, Caller } from '@ws/auth';
-import { ApiError, parseId } from '@ws/common';
-import { Group, SystemGroup, UserGroup } from './group.entity';
+import { ApiError, ErrorCode, parseId } from '@ws/common';
+import { DEFAULT_CLIENT_SETTINGS } from './group-settings';
+import { Group, SystemGroup, UsageInterval, UserGroup } from './group.entity';
+
+export interface GroupSettingsChange {
+  keepaliveExpiration?: number | null;
+  usageLimit?: number | null;
+  usageInterval?: UsageInterval;
+  defaultImageId?: string | null;
+  clientSettings?: Record<string, boolean | number>;
+  priority?: number;
+}
 
 /** Group membership and the rules about built-in groups. */
 @Injectable()
@@ -19,6 +29,35 @@ export class GroupsService {
     const group = id ? await this.groups.findOneBy({ id }) : null;
     if (!group) throw ApiError.invalidId('group_id', groupId);
     return group;
+  }
+
+  async findByRef(ref: string): Promise<Group> {
+    const id = parseId(ref);
+    const group = await this.groups.findOneBy(id ? { id } : { name: ref });
+    if (!group) throw ApiError.invalidId('group', ref);
+    return group;
+  }
+
+  list(): Promise<Group[]> {
+    return this.groups.find({ order: { priority: 'ASC', name: 'ASC' } });
+  }
+
+  /** The operator's group settings (keepalive_expiration, usage_limit …); client settings merge into the current ones. */
+  async updateSettings(ref: string, change: GroupSettingsChange): Promise<Group> {
+    const group = await this.findByRef(ref);
+    for (const [key, value] of Object.entries(change.clientSettings ?? {})) {
+      const expected = DEFAULT_CLIENT_SETTINGS[key as keyof typeof DEFAULT_CLIENT_SETTINGS];
+      if (expected === undefined || typeof expected !== typeof value) {
+        throw new ApiError(ErrorCode.InvalidRequest, `Unknown client setting ${key} or wrong type (known: ${Object.keys(DEFAULT_CLIENT_SETTINGS).join(', ')})`);
+      }
+    }
+    for (const [name, value] of [['keepalive_expiration', change.keepaliveExpiration], ['usage_limit', change.usageLimit]] as const) {
+      if (value !== undefined && value !== null && (!Number.isInteger(value) || value < 0)) throw new ApiError(ErrorCode.InvalidRequest, `${name} must be a whole number of seconds`);
+    }
+    const { clientSettings, ...rest } = change;
+    const patch = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
+    await this.groups.update({ id: group.id }, { ...patch, ...(clientSettings ? { clientSettings: { ...group.clientSettings, ...clientSettings } } : {}) });
+    return this.groups.findOneByOrFail({ id: group.id });
   }
 
   system(key: SystemGroup, manager: EntityManager = this.groups.manager): Promise<Group> {

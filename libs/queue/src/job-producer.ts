@@ -34,6 +34,22 @@ export class JobProducer implements OnModuleDestroy {
     await this.queue(JOB_QUEUE[name]).add(name, payload, { ...DEFAULTS, ...options });
   }
 
+  /**
+   * Makes sure a job with this id will run: adds it, or retries it when an earlier run failed for good, or
+   * replaces a finished one (a completed job keeps its id for a while and would swallow a plain add).
+   */
+  async ensure<J extends JobName>(name: J, payload: JobPayloads[J], id: string): Promise<void> {
+    const queue = this.queue(JOB_QUEUE[name]);
+    const existing = await queue.getJob(id);
+    if (existing) {
+      const state = await existing.getState();
+      if (state === 'failed') return existing.retry();
+      if (state !== 'completed') return;
+      await existing.remove().catch(() => undefined);
+    }
+    await this.enqueue(name, payload, { jobId: id });
+  }
+
   async onModuleDestroy(): Promise<void> {
     await Promise.all([...this.queues.values()].map((q) => q.close()));
   }

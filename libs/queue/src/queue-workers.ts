@@ -1,10 +1,11 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
-import { Job, Worker } from 'bullmq';
+import { Job, UnrecoverableError, Worker } from 'bullmq';
 import { AppConfig } from '@ws/common';
 import { JOB_HANDLER_KEY } from './job-handler.decorator';
 import { JobProducer } from './job-producer';
 import { JOB_QUEUE, JobName, JobPayloads, QueueName, QUEUES } from './jobs';
+import { PermanentFailure } from './permanent-failure';
 import { RedisConnections } from './redis-connections';
 
 type Handler = (payload: JobPayloads[JobName], job: Job) => Promise<unknown>;
@@ -66,9 +67,17 @@ export class QueueWorkers implements OnApplicationBootstrap, OnApplicationShutdo
       async (job: Job) => {
         const handler = this.handlers.get(job.name as JobName);
         if (!handler) throw new Error(`No handler for job ${job.name}`);
-        return handler(job.data as JobPayloads[JobName], job);
+        try {
+          return await handler(job.data as JobPayloads[JobName], job);
+        } catch (err) {
+          throw err instanceof PermanentFailure ? new UnrecoverableError(err.message) : err;
+        }
       },
-      { connection: this.redis.dedicatedClient(), prefix: this.config.REDIS_PREFIX, concurrency: this.config.WORKER_CONCURRENCY },
+      {
+        connection: this.redis.dedicatedClient(), prefix: this.config.REDIS_PREFIX, concurrency: this.config.WORKER_CONCURRENCY,
+        // A worker that dies mid-job loses its lock; another picks the job up after this long.
+        lockDuration: this.config.WORKER_LOCK_MS, stalledInterval: this.config.WORKER_LOCK_MS,
+      },
     );
     worker.on('failed', (job, err) => this.logger.warn(`${job?.name} ${job?.id} failed (attempt ${job?.attemptsMade}): ${err.message}`));
     worker.on('error', (err) => this.logger.error(`queue ${queue}: ${err.message}`));

@@ -34,6 +34,10 @@ export class Workspace {
   /** Secret of the workspace's own connections (VNC password, gateway routing). */
   @Column('text') token!: string;
   @Column('text') viewOnlyToken!: string;
+  /** The owner's session token this workspace's links are signed with; renewed by get_workspace_status. */
+  @Column('uuid', { nullable: true }) sessionTokenId!: string | null;
+  /** Settings of the request that the container is built from (client language, browser url …). */
+  @Column('jsonb', { default: () => "'{}'" }) launchOptions!: { clientLanguage?: string; clientTimezone?: string; workspaceUrl?: string };
   @Index({ unique: true }) @Column('text') shareId!: string;
   @Column('boolean', { default: false }) sharingEnabled!: boolean;
   @Column('jsonb', { default: () => "'{}'" }) environment!: Record<string, string>;

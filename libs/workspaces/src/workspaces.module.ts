@@ -1,13 +1,20 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { AgentModule } from '@ws/agent/agent.module';
+import { ImagesModule } from '@ws/images/images.module';
+import { Server } from '@ws/servers/server.entity';
+import { SessionToken } from '@ws/users/session-token.entity';
 import { UsersModule } from '@ws/users/users.module';
+import { Zone } from '@ws/zones/zone.entity';
 import { UserDeletion } from './user-deletion.service';
 import { Workspace } from './workspace.entity';
+import { WorkspaceRuntime } from './workspace-runtime.service';
 import { WorkspaceTeardown } from './workspace-teardown.service';
+import { WorkspacesService } from './workspaces.service';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([Workspace]), UsersModule],
-  providers: [WorkspaceTeardown, UserDeletion],
-  exports: [WorkspaceTeardown, UserDeletion],
+  imports: [TypeOrmModule.forFeature([Workspace, Server, Zone, SessionToken]), UsersModule, ImagesModule, AgentModule],
+  providers: [WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime],
+  exports: [WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, UsersModule, ImagesModule, AgentModule],
 })
 export class WorkspacesModule {}

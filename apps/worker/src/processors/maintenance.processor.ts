@@ -1,0 +1,28 @@
+import { Injectable } from '@nestjs/common';
+import { JobHandler } from '@ws/queue';
+import { LoginLinksService, SessionTokensService } from '@ws/users';
+import { WorkspaceRuntime } from '@ws/workspaces';
+
+@Injectable()
+export class MaintenanceProcessor {
+  constructor(
+    private readonly tokens: SessionTokensService,
+    private readonly loginLinks: LoginLinksService,
+    private readonly runtime: WorkspaceRuntime,
+  ) {}
+
+  @JobHandler('maintenance.purge-expired-credentials')
+  async purgeExpiredCredentials() {
+    return { sessionTokens: await this.tokens.purgeExpired(), loginLinks: await this.loginLinks.purgeExpired() };
+  }
+
+  @JobHandler('maintenance.reap-expired-workspaces')
+  reapExpiredWorkspaces() {
+    return this.runtime.reap();
+  }
+
+  @JobHandler('maintenance.reconcile-containers')
+  reconcileContainers() {
+    return this.runtime.reconcile();
+  }
+}

@@ -1,0 +1,21 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { AuthModule } from '@ws/auth';
+import { AppConfig, ConfigModule } from '@ws/common';
+import { DatabaseModule } from '@ws/database';
+import { QueueModule, QueueWorkers } from '@ws/queue';
+import { SettingsModule } from '@ws/settings';
+import { WorkspacesModule } from '@ws/workspaces';
+import { MaintenanceProcessor } from './processors/maintenance.processor';
+import { WorkspacesProcessor } from './processors/workspaces.processor';
+
+@Module({})
+export class WorkerModule {
+  static forRoot(overrides: Partial<AppConfig> = {}): DynamicModule {
+    return {
+      module: WorkerModule,
+      imports: [ConfigModule.forRoot(overrides), DiscoveryModule, DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule],
+      providers: [QueueWorkers, WorkspacesProcessor, MaintenanceProcessor],
+    };
+  }
+}

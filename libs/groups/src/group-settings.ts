@@ -1,0 +1,69 @@
+import type { Group, UsageInterval } from './group.entity';
+
+/** The spec's client_settings keys with the deployment's defaults (a group may override any of them). */
+export const DEFAULT_CLIENT_SETTINGS = {
+  allow_workspace_audio: true,
+  idle_disconnect: 0,
+  lock_sharing_video_mode: false,
+  allow_persistent_profile: false,
+  allow_workspace_clipboard_down: true,
+  allow_workspace_microphone: false,
+  allow_workspace_downloads: true,
+  workspace_audio_default_on: true,
+  allow_point_of_presence: false,
+  allow_workspace_uploads: true,
+  allow_workspace_clipboard_up: true,
+  enable_webp: false,
+  allow_workspace_sharing: true,
+  allow_workspace_clipboard_seamless: false,
+};
+export type ClientSettings = typeof DEFAULT_CLIENT_SETTINGS;
+
+export interface EffectiveGroupSettings {
+  keepaliveExpiration: number;
+  usageLimit: { seconds: number; interval: UsageInterval } | null;
+  defaultImageId: string | null;
+  clientSettings: ClientSettings;
+}
+
+/**
+ * What a user's groups decide together. `groups` is in priority order (first wins): for each setting the
+ * first group that sets it decides; client settings are overlaid so the first group's values win.
+ */
+export function effectiveSettings(groups: Group[], defaultKeepaliveExpiration: number): EffectiveGroupSettings {
+  const first = <T>(pick: (g: Group) => T | null) => groups.map(pick).find((v) => v !== null && v !== undefined) ?? null;
+  const limitGroup = groups.find((g) => g.usageLimit !== null);
+  const clientSettings = { ...DEFAULT_CLIENT_SETTINGS };
+  for (const group of [...groups].reverse()) {
+    for (const [key, value] of Object.entries(group.clientSettings ?? {})) {
+      if (key in clientSettings && typeof value === typeof clientSettings[key as keyof ClientSettings]) {
+        (clientSettings as Record<string, boolean | number>)[key] = value;
+      }
+    }
+  }
+  return {
+    keepaliveExpiration: first((g) => g.keepaliveExpiration) ?? defaultKeepaliveExpiration,
+    usageLimit: limitGroup ? { seconds: limitGroup.usageLimit as number, interval: limitGroup.usageInterval } : null,
+    defaultImageId: first((g) => g.defaultImageId),
+    clientSettings,
+  };
+}
+
+/** Start of the usage window containing `now` (UTC). */
+export function usageWindowStart(interval: UsageInterval, now: Date): Date {
+  const d = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
+  switch (interval) {
+    case 'daily':
+      return d;
+    case 'weekly':
+      return new Date(d.getTime() - ((d.getUTCDay() + 6) % 7) * 86400_000);
+    case 'monthly':
+      return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+    case 'total':
+      return new Date(0);
+    default: {
+      const unreachable: never = interval;
+      throw new Error(`unknown usage interval ${String(unreachable)}`);
+    }
+  }
+}

@@ -1,0 +1,4 @@
+export * from './image.entity';
+export * from './images.service';
+export * from './image.mappers';
+export * from './images.module';

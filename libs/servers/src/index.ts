@@ -1,0 +1,3 @@
+export * from './server.entity';
+export * from './servers.service';
+export * from './servers.module';

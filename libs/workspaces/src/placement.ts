@@ -1,0 +1,34 @@
+import { EntityManager } from 'typeorm';
+import { ApiError, ErrorCode } from '@ws/common';
+import type { Image } from '@ws/images/image.entity';
+import { Server } from '@ws/servers/server.entity';
+
+export const NO_CAPACITY_MESSAGE = 'No resources are available to create the requested workspace. Please try again later or request fewer resources.';
+
+/** Servers an image may run on, by its zone and server restrictions. */
+function eligible(servers: Server[], image: Image): Server[] {
+  return servers.filter((s) => s.enabled && (!image.restrictToZone || s.zoneId === image.zoneId) && (!image.restrictToServer || s.id === image.serverId));
+}
+
+/**
+ * Picks the eligible server with the most free cores that fits the image, inside the caller's transaction.
+ * Every server row is locked (FOR UPDATE, in id order: no deadlocks) so concurrent requests cannot both
+ * take the last slot; the caller inserts the workspace before committing.
+ */
+export async function reserveServer(tx: EntityManager, image: Image): Promise<Server> {
+  const servers = await tx.getRepository(Server).createQueryBuilder('s').setLock('pessimistic_write').orderBy('s.id').getMany();
+  const candidates = eligible(servers, image);
+  if (candidates.length === 0) throw new ApiError(ErrorCode.NoCapacity, `${NO_CAPACITY_MESSAGE} (no server can run image ${image.friendlyName})`);
+  const usage: Array<{ server_id: string; cores: string; memory: string }> = await tx.query(
+    `SELECT server_id, COALESCE(SUM(cores), 0) AS cores, COALESCE(SUM(memory), 0) AS memory
+       FROM workspaces WHERE server_id = ANY($1) AND status IN ('starting', 'running', 'stopping') GROUP BY server_id`,
+    [candidates.map((s) => s.id)],
+  );
+  const used = new Map(usage.map((u) => [u.server_id, { cores: Number(u.cores), memory: Number(u.memory) }]));
+  const fits = candidates
+    .map((s) => ({ server: s, freeCores: s.cores - (used.get(s.id)?.cores ?? 0), freeMemory: s.memory - (used.get(s.id)?.memory ?? 0) }))
+    .filter((c) => c.freeCores >= image.cores && c.freeMemory >= image.memory)
+    .sort((a, b) => b.freeCores - a.freeCores || b.freeMemory - a.freeMemory);
+  if (fits.length === 0) throw new ApiError(ErrorCode.NoCapacity, NO_CAPACITY_MESSAGE);
+  return fits[0].server;
+}

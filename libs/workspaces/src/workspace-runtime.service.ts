@@ -1,0 +1,138 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { In, LessThan, Repository } from 'typeorm';
+import { buildContainerSpec, containerNameFor, DockerHosts, isTransientDockerError, LABELS } from '@ws/agent';
+import { AppConfig } from '@ws/common';
+import { jobId, JobProducer, PermanentFailure } from '@ws/queue';
+import { Server } from '@ws/servers/server.entity';
+import { LIVE_STATUSES, Workspace } from './workspace.entity';
+import { WorkspaceTeardown } from './workspace-teardown.service';
+
+const RFB_TIMEOUT_MS = 60_000;
+/** A `starting` or `stopping` row untouched this long has lost its job; the reaper enqueues it again. */
+const STUCK_AFTER_MS = 120_000;
+
+/**
+ * The worker's side of the lifecycle. Every step is safe to repeat: the container name is derived from
+ * the workspace id (a retried create adopts it), and row updates are conditional on the expected status.
+ */
+@Injectable()
+export class WorkspaceRuntime {
+  private readonly logger = new Logger(WorkspaceRuntime.name);
+
+  constructor(
+    @InjectRepository(Workspace) private readonly workspaces: Repository<Workspace>,
+    @InjectRepository(Server) private readonly servers: Repository<Server>,
+    private readonly hosts: DockerHosts,
+    private readonly teardown: WorkspaceTeardown,
+    private readonly jobs: JobProducer,
+    private readonly config: AppConfig,
+  ) {}
+
+  async provision(workspaceId: string, attempt: { final: boolean }): Promise<void> {
+    const workspace = await this.workspaces.findOne({ where: { id: workspaceId }, relations: { image: { attributes: true }, server: true } });
+    if (!workspace || workspace.status !== 'starting') return; // destroyed meanwhile, or done by an earlier run
+    const { image, server } = workspace;
+    if (!image || !server) return this.fail(workspace, 'The workspace has no image or server');
+    const host = this.hosts.get(server);
+    try {
+      const spec = buildContainerSpec({
+        workspace, image, server, deploymentId: this.config.DEPLOYMENT_ID, environment: workspace.environment,
+        workspaceUrl: workspace.launchOptions.workspaceUrl, clientLanguage: workspace.launchOptions.clientLanguage, clientTimezone: workspace.launchOptions.clientTimezone,
+        // exec_command_workspace as root must be real root ("unsandboxed"); the desktop user holds no capabilities either way.
+        noNewPrivileges: false,
+      });
+      await this.progress(workspace, 20, 'Creating the container');
+      const { containerId } = await host.createWorkspaceContainer(spec);
+      await this.workspaces.update({ id: workspace.id, status: 'starting' }, { containerId, operationalProgress: 40, operationalMessage: 'Starting the container' });
+      await host.start(containerId);
+      const state = await host.inspect(containerId, spec.ports);
+      const vncPort = state.hostPorts.vnc;
+      if (!vncPort) throw new PermanentFailure(`The image ${image.name} publishes no vnc port`);
+      await this.progress(workspace, 60, 'Waiting for the desktop');
+      await host.waitForRfb(server.publishHost, vncPort, { timeoutMs: RFB_TIMEOUT_MS });
+      const done = await this.workspaces.update(
+        { id: workspace.id, status: 'starting' },
+        { status: 'running', containerId, containerIp: state.ip, hostPorts: state.hostPorts, operationalProgress: 100, operationalMessage: 'Running' },
+      );
+      if (!done.affected) await host.remove(containerId); // destroyed while starting: leave nothing behind
+    } catch (err) {
+      const permanent = err instanceof PermanentFailure || !isTransientDockerError(err);
+      const message = (err as Error).message;
+      if (permanent || attempt.final) {
+        await this.fail(workspace, message);
+        await host.remove(containerNameFor(workspace.id)).catch(() => undefined);
+        throw new PermanentFailure(message);
+      }
+      await this.progress(workspace, workspace.operationalProgress, `Retrying after: ${message}`);
+      throw err;
+    }
+  }
+
+  async destroy(workspaceId: string): Promise<void> {
+    const workspace = await this.workspaces.findOne({ where: { id: workspaceId }, relations: { server: true } });
+    if (!workspace || workspace.status === 'deleted') return;
+    if (workspace.server) {
+      // By name as well as id: a provision that was cut short may have made a container it never recorded.
+      const host = this.hosts.get(workspace.server);
+      if (workspace.containerId) await host.remove(workspace.containerId);
+      await host.remove(containerNameFor(workspace.id));
+    }
+    await this.workspaces.update(
+      { id: workspace.id },
+      { status: 'deleted', destroyedAt: new Date(), operationalProgress: 100, operationalMessage: 'Removed' },
+    );
+  }
+
+  /** Destroys expired workspaces and re-enqueues work whose job was lost. */
+  async reap(now = new Date()): Promise<void> {
+    const expired = await this.workspaces.find({ where: { status: In(['starting', 'running', 'failed']), expirationDate: LessThan(now) }, select: { id: true } });
+    for (const { id } of expired) await this.teardown.destroy(id, 'expired');
+    const stuckBefore = new Date(now.getTime() - STUCK_AFTER_MS);
+    const stuck = await this.workspaces.find({ where: { status: In(['starting', 'stopping']), updatedAt: LessThan(stuckBefore) }, select: { id: true, status: true, destroyReason: true } });
+    for (const w of stuck) {
+      if (w.status === 'starting') await this.jobs.ensure('workspace.provision', { workspaceId: w.id }, jobId.provision(w.id));
+      else await this.jobs.ensure('workspace.destroy', { workspaceId: w.id, reason: 'requested' }, jobId.destroy(w.id));
+    }
+  }
+
+  /** Removes this deployment's containers that no live workspace owns; fails running workspaces whose container vanished. */
+  async reconcile(): Promise<{ removed: number; vanished: number }> {
+    let removed = 0;
+    let vanished = 0;
+    for (const server of await this.servers.findBy({ enabled: true })) {
+      const host = this.hosts.get(server);
+      // Read before listing: a workspace that becomes running after the listing must not count as vanished.
+      const runningBefore = await this.workspaces.find({ where: { serverId: server.id, status: 'running' }, select: { id: true } });
+      let containers;
+      try {
+        containers = await host.listByLabels({ [LABELS.deploymentId]: this.config.DEPLOYMENT_ID });
+      } catch (err) {
+        this.logger.warn(`reconcile: server ${server.hostname} did not answer: ${(err as Error).message}`);
+        continue;
+      }
+      const ids = containers.map((c) => c.labels[LABELS.workspaceId]).filter((id): id is string => !!id);
+      const live = new Set((await this.workspaces.find({ where: { id: In(ids), status: In(LIVE_STATUSES) }, select: { id: true } })).map((w) => w.id));
+      for (const container of containers) {
+        if (!live.has(container.labels[LABELS.workspaceId] ?? '')) {
+          await host.remove(container.id);
+          removed++;
+        }
+      }
+      const present = new Set(ids);
+      for (const w of runningBefore.filter((r) => !present.has(r.id))) {
+        const result = await this.workspaces.update({ id: w.id, status: 'running' }, { status: 'failed', operationalMessage: 'The workspace container vanished from its server' });
+        vanished += result.affected ?? 0;
+      }
+    }
+    return { removed, vanished };
+  }
+
+  private async progress(workspace: Workspace, percent: number, message: string): Promise<void> {
+    await this.workspaces.update({ id: workspace.id, status: 'starting' }, { operationalProgress: percent, operationalMessage: message });
+  }
+
+  private async fail(workspace: Workspace, message: string): Promise<void> {
+    await this.workspaces.update({ id: workspace.id, status: 'starting' }, { status: 'failed', operationalMessage: `Could not start the workspace: ${message}` });
+  }
+}

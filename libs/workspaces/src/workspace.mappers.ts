@@ -1,0 +1,70 @@
+import { formatTimestamp, toWireId } from '@ws/common';
+import type { ClientSettings } from '@ws/groups/group-settings';
+import { toImageRef } from '@ws/images/image.mappers';
+import { portMapOf } from '@ws/images/images.service';
+import type { Workspace, WorkspaceStatus } from './workspace.entity';
+
+/** The spec shows starting, running and stopped; a failed workspace reads as stopped (its message says why). */
+export function operationalStatus(status: WorkspaceStatus): string {
+  switch (status) {
+    case 'starting':
+    case 'running':
+    case 'stopping':
+      return status;
+    case 'failed':
+    case 'deleted':
+      return 'stopped';
+    default: {
+      const unreachable: never = status;
+      return String(unreachable);
+    }
+  }
+}
+
+export const connectPath = (workspaceId: string, userId: string, jwt: string) => `/#/connect/workspace/${toWireId(workspaceId)}/${toWireId(userId)}/${jwt}`;
+export const joinPath = (shareId: string, userId: string, jwt: string) => `/#/connect/join/${shareId}/${toWireId(userId)}/${jwt}`;
+
+/** Websocket path of a workspace service behind the api's stream gateway. */
+export const streamPath = (workspaceId: string, service: string) => `api/stream/${toWireId(workspaceId)}/${service}`;
+
+/** The spec's Workspace object; `workspace.image` and `workspace.server` must be loaded. */
+export function toWorkspaceResponse(w: Workspace, clientSettings: ClientSettings) {
+  const image = w.image;
+  const server = w.server ?? null;
+  const portMap = image ? portMapOf(image) : { vnc: '5900/tcp' };
+  return {
+    workspace_id: toWireId(w.id),
+    user_id: toWireId(w.userId),
+    image_id: toWireId(w.imageId),
+    image: image ? toImageRef(image) : null,
+    server_id: toWireId(w.serverId),
+    host: server?.publishHost ?? null,
+    hostname: server?.hostname ?? null,
+    port: w.hostPorts.vnc ?? null,
+    container_id: w.containerId,
+    container_ip: w.containerIp,
+    start_date: formatTimestamp(w.startDate),
+    keepalive_date: formatTimestamp(w.keepaliveDate),
+    expiration_date: formatTimestamp(w.expirationDate),
+    token: w.token,
+    view_only_token: w.viewOnlyToken,
+    share_id: w.shareId,
+    cores: w.cores,
+    memory: w.memory,
+    operational_status: operationalStatus(w.status),
+    is_persistent_profile: w.isPersistentProfile,
+    persistent_profile_mode: w.persistentProfileMode,
+    point_of_presence: null,
+    port_map: Object.fromEntries(Object.entries(portMap).map(([name, spec]) => [name, { port: Number(spec.split('/')[0]), path: streamPath(w.id, name) }])),
+    client_settings: clientSettings,
+  };
+}
+
+/** An item of get_workspaces: the Workspace object plus its server and user. */
+export function toWorkspaceListItem(w: Workspace, clientSettings: ClientSettings, username: string | null, zoneName: string | null) {
+  return {
+    ...toWorkspaceResponse(w, clientSettings),
+    server: w.server ? { port: w.hostPorts.vnc ?? null, hostname: w.server.hostname, zone_name: zoneName, provider: w.server.provider } : null,
+    user: { username },
+  };
+}

@@ -1,0 +1,3 @@
+export * from './zone.entity';
+export * from './zones.service';
+export * from './zones.module';

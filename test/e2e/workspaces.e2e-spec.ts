@@ -1,0 +1,246 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { DataSource } from 'typeorm';
+import { LABELS } from '@ws/agent';
+import { GroupsService } from '@ws/groups';
+import { ImagesService } from '@ws/images';
+import { ServersService } from '@ws/servers';
+import { WorkspaceRuntime } from '@ws/workspaces';
+import { ZonesService } from '@ws/zones';
+import { desktopImage, HEX32, localDocker, TestApi, TestKey, TIMESTAMP, waitFor } from './harness';
+
+describe('workspace lifecycle on a real Docker engine', () => {
+  let api: TestApi;
+  let key: TestKey;
+  let admin: TestKey;
+  let imageId: string;
+  let userId: string;
+
+  beforeAll(async () => {
+    // A short job lock, for every worker of this file: BullMQ paces stall checks by a key all workers share.
+    api = await TestApi.start({ WORKER_LOCK_MS: 3000 }, { worker: true });
+    const zone = await api.app.get(ZonesService).ensure('default');
+    await api.app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 4, memory: 8 * 1024 ** 3 });
+    const image = await api.app.get(ImagesService).upsert({ name: desktopImage(), friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2, xRes: 800, yRes: 600, portMap: { vnc: '5900/tcp' } });
+    imageId = image.id.replace(/-/g, '');
+    key = await api.key(['Users Auth Session', 'User']);
+    admin = await api.key(['Global Admin']);
+    userId = (await api.call('create_user', admin, { target_user: { username: 'worker-bee' } })).body.user.user_id;
+  });
+  afterAll(async () => api?.close());
+
+  const running = (workspaceId: string, user = userId) =>
+    waitFor(`workspace ${workspaceId} running`, async () => {
+      const res = await api.call('get_workspace_status', key, { workspace_id: workspaceId, user_id: user });
+      if (res.body.workspace?.operational_status === 'running') return res;
+      if (res.body.operational_status === 'stopped') throw new Error(`workspace failed: ${JSON.stringify(res.body)}`);
+      return undefined;
+    }, 120_000, 100);
+  const gone = (workspaceId: string) =>
+    waitFor(`workspace ${workspaceId} removed`, async () => {
+      const res = await api.call('get_workspace_status', key, { workspace_id: workspaceId });
+      return res.status === 400 ? res : undefined;
+    }, 60_000, 100);
+
+  it('request → running → exec → keepalive → destroy, with the spec shapes all the way', async () => {
+    const requested = await api.call('request_workspace', key, { user_id: userId, image_id: imageId, environment: { GREETING: 'hello' }, client_language: 'de-DE', client_timezone: 'Europe/Berlin' });
+    expect(requested.status).toBe(200);
+    const r = requested.body;
+    expect(r).toEqual({
+      workspace_id: expect.stringMatching(HEX32), session_token: expect.any(String), username: 'worker-bee', status: 'starting',
+      share_id: expect.stringMatching(/^[0-9a-f]{32}$/), user_id: userId, workspace_url: `/#/connect/workspace/${r.workspace_id}/${userId}/${r.session_token}`,
+    });
+
+    const status = (await running(r.workspace_id)).body;
+    expect(status).toEqual({ current_time: expect.stringMatching(TIMESTAMP), workspace_url: expect.stringMatching(`^/#/connect/workspace/${r.workspace_id}/${userId}/`), workspace: expect.any(Object) });
+    const w = status.workspace;
+    expect(w).toEqual({
+      workspace_id: r.workspace_id, user_id: userId, image_id: imageId,
+      image: { image_id: imageId, name: desktopImage(), image_src: '', friendly_name: 'Desktop' },
+      server_id: expect.stringMatching(HEX32), host: '127.0.0.1', hostname: 'local', port: expect.any(Number),
+      container_id: expect.stringMatching(/^[0-9a-f]{64}$/), container_ip: expect.any(String),
+      start_date: expect.stringMatching(TIMESTAMP), keepalive_date: expect.stringMatching(TIMESTAMP), expiration_date: expect.stringMatching(TIMESTAMP),
+      token: expect.stringMatching(/^[0-9a-f]{64}$/), view_only_token: expect.stringMatching(/^[0-9a-f]{64}$/), share_id: r.share_id,
+      cores: 1, memory: 512 * 1024 ** 2, operational_status: 'running', is_persistent_profile: false, persistent_profile_mode: null, point_of_presence: null,
+      port_map: { vnc: { port: 5900, path: `api/stream/${r.workspace_id}/vnc` } },
+      client_settings: expect.objectContaining({ allow_workspace_audio: true, idle_disconnect: 0, allow_workspace_sharing: true }),
+    });
+    expect(Object.keys(w.client_settings)).toHaveLength(14);
+
+    // The container has the image's hard limits, the labels, and the request's environment.
+    const state = await localDocker().inspect(w.container_id);
+    expect(state.running).toBe(true);
+    expect(state.labels[LABELS.workspaceId]).toBe(w.workspace_id.replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5'));
+    expect(state.labels[LABELS.deploymentId]).toBe(api.config.DEPLOYMENT_ID);
+
+    // exec: write a file as the sandboxed user, read it back; root is root; the environment and workdir are honoured.
+    const exec = (exec_config: Record<string, unknown>, extra: Record<string, unknown> = { wait: true }) =>
+      api.call('exec_command_workspace', admin, { workspace_id: r.workspace_id, user_id: userId, exec_config, ...extra });
+    const write = await exec({ cmd: 'echo "$GREETING $EXTRA" > note.txt && id -u', environment: { EXTRA: 'world' }, workdir: '/tmp' });
+    expect(write.status).toBe(200);
+    expect(write.body).toEqual({ workspace: expect.objectContaining({ workspace_id: r.workspace_id }), current_time: expect.stringMatching(TIMESTAMP), exit_code: 0, stdout: '1000\n', stderr: '', output_truncated: false });
+    const read = await exec({ cmd: 'cat /tmp/note.txt; echo "$LANG $TZ"' });
+    expect(read.body.stdout).toBe('hello world\nde_DE.UTF-8 Europe/Berlin\n');
+    expect((await exec({ cmd: 'id -u', user: 'root' })).body.stdout).toBe('0\n');
+    const failing = await exec({ cmd: 'exit 3' });
+    expect(failing.body.exit_code).toBe(3);
+    const refused = await exec({ cmd: 'id', user: 'bob' });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toEqual({ error_message: 'exec_config.user must be root or omitted (got bob)' });
+    const detached = await exec({ cmd: 'touch /tmp/detached' }, {});
+    expect(detached.body).toEqual({ workspace: expect.any(Object), current_time: expect.stringMatching(TIMESTAMP) });
+    await waitFor('detached exec', async () => ((await exec({ cmd: 'test -f /tmp/detached && echo yes || true' })).body.stdout === 'yes\n' ? true : undefined), 10_000);
+
+    // keepalive moves the expiration forward.
+    const before = (await api.call('get_workspaces', admin)).body.workspaces.find((x: { workspace_id: string }) => x.workspace_id === r.workspace_id);
+    expect(before).toEqual(expect.objectContaining({ server: { port: w.port, hostname: 'local', zone_name: 'default', provider: 'docker' }, user: { username: 'worker-bee' } }));
+    const keepalive = await api.call('keepalive', key, { workspace_id: r.workspace_id });
+    expect(keepalive.body).toEqual({ usage_reached: false });
+    const after = (await api.call('get_workspaces', admin)).body.workspaces.find((x: { workspace_id: string }) => x.workspace_id === r.workspace_id);
+    expect(after.expiration_date >= before.expiration_date).toBe(true);
+    expect(after.keepalive_date >= before.keepalive_date).toBe(true);
+
+    // get_user lists the live workspace.
+    const user = (await api.call('get_user', admin, { target_user: { user_id: userId } })).body.user;
+    expect(user.workspaces).toEqual([expect.objectContaining({ workspace_id: r.workspace_id, server: expect.objectContaining({ hostname: 'local', port: w.port }) })]);
+
+    // destroy answers {} at once; status then confirms removal; the container is gone.
+    expect((await api.call('destroy_workspace', key, { workspace_id: r.workspace_id, user_id: userId })).body).toEqual({});
+    const removed = await gone(r.workspace_id);
+    expect(removed.body).toEqual({ error_message: `Invalid workspace_id (${r.workspace_id})` });
+    await expect(localDocker().inspect(w.container_id)).rejects.toThrow();
+    expect(await api.containers()).toEqual([]);
+  });
+
+  it('each status call renews the session token: the previous link stops working', async () => {
+    const r = (await api.call('request_workspace', key, { user_id: userId, image_id: imageId })).body;
+    const first = (await running(r.workspace_id)).body.workspace_url as string;
+    const second = (await api.call('get_workspace_status', key, { workspace_id: r.workspace_id, user_id: userId, skip_agent_check: true })).body.workspace_url as string;
+    const jwtOf = (url: string) => url.split('/').pop() as string;
+    const whoami = (jwt: string) => api.raw().post('/api/client/session').send({ session_jwt: jwt });
+    expect((await whoami(jwtOf(first))).status).toBe(401);
+    expect((await whoami(r.session_token)).status).toBe(401);
+    expect((await whoami(jwtOf(second))).status).toBe(200);
+    await api.call('destroy_workspace', key, { workspace_id: r.workspace_id });
+    await gone(r.workspace_id);
+  });
+
+  it('an anonymous user is made when user_id is omitted; the default image applies when image_id is omitted', async () => {
+    await api.app.get(GroupsService).updateSettings('All Users', { defaultImageId: imageId.replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5') });
+    const res = await api.call('request_workspace', key, {});
+    expect(res.status).toBe(200);
+    expect(res.body.username).toMatch(/^anonymous-/);
+    await running(res.body.workspace_id, res.body.user_id);
+    await api.call('destroy_workspace', key, { workspace_id: res.body.workspace_id });
+    await gone(res.body.workspace_id);
+  });
+
+  it('refuses an unknown image with 400 and no capacity with 503', async () => {
+    const bad = await api.call('request_workspace', key, { user_id: userId, image_id: 'f'.repeat(32) });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toEqual({ error_message: `Invalid image_id (${'f'.repeat(32)})` });
+    const huge = await api.app.get(ImagesService).upsert({ name: desktopImage(), friendlyName: 'Huge', cores: 64, memory: 512 * 1024 ** 2 });
+    const full = await api.call('request_workspace', key, { user_id: userId, image_id: huge.id });
+    expect(full.status).toBe(503);
+    expect(full.body.error_message).toMatch(/^No resources are available/);
+    const env = await api.call('request_workspace', key, { user_id: userId, image_id: imageId, environment: { VNC_PASSWORD: 'x' } });
+    expect(env.status).toBe(400);
+    expect(env.body.error_message).toBe('environment may not set VNC_PASSWORD; it is set by the service');
+  });
+
+  it('destroy_workspace and keepalive refuse unknown ids', async () => {
+    const res = await api.call('destroy_workspace', key, { workspace_id: 'nope', user_id: userId });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error_message: 'Invalid workspace_id (nope)' });
+    expect((await api.call('keepalive', key, { workspace_id: '0'.repeat(32) })).status).toBe(400);
+  });
+
+  it('keepalive answers usage_reached once the group usage_limit is exceeded, and does not reset', async () => {
+    const r = (await api.call('request_workspace', key, { user_id: userId, image_id: imageId })).body;
+    await running(r.workspace_id);
+    await api.app.get(GroupsService).updateSettings('All Users', { usageLimit: 0, usageInterval: 'daily' });
+    try {
+      const before = (await api.call('get_workspace_status', key, { workspace_id: r.workspace_id, skip_agent_check: true })).body.workspace.expiration_date;
+      await waitFor('some usage', async () => ((await api.call('keepalive', key, { workspace_id: r.workspace_id })).body.usage_reached ? true : undefined), 10_000);
+      const after = (await api.call('get_workspace_status', key, { workspace_id: r.workspace_id, skip_agent_check: true })).body.workspace.expiration_date;
+      expect(after).toBe(before);
+    } finally {
+      await api.app.get(GroupsService).updateSettings('All Users', { usageLimit: null });
+    }
+    await api.call('destroy_workspace', key, { workspace_id: r.workspace_id });
+    await gone(r.workspace_id);
+  });
+
+  it('the reaper destroys expired workspaces; the reconciler removes orphans and fails vanished ones', async () => {
+    const db = api.app.get(DataSource);
+    const runtime = api.app.get(WorkspaceRuntime);
+    const a = (await api.call('request_workspace', key, { user_id: userId, image_id: imageId })).body;
+    const b = (await api.call('request_workspace', key, { user_id: userId, image_id: imageId })).body;
+    await running(a.workspace_id);
+    const bStatus = (await running(b.workspace_id)).body.workspace;
+
+    await db.query(`UPDATE workspaces SET expiration_date = now() - interval '1 second' WHERE id = $1`, [a.workspace_id]);
+    await runtime.reap();
+    await gone(a.workspace_id);
+
+    await localDocker().remove(bStatus.container_id);
+    const orphan = await localDocker().createWorkspaceContainer({
+      name: `orphan-${api.config.DEPLOYMENT_ID}`, image: desktopImage(), cores: 0.5, memoryBytes: 256 * 1024 ** 2, env: {}, ports: { vnc: '5900/tcp' },
+      labels: { [LABELS.deploymentId]: api.config.DEPLOYMENT_ID, [LABELS.workspaceId]: '00000000-0000-4000-8000-000000000000' },
+    });
+    const result = await runtime.reconcile();
+    expect(result).toEqual({ removed: 1, vanished: 1 });
+    await expect(localDocker().inspect(orphan.containerId)).rejects.toThrow();
+    const failed = await api.call('get_workspace_status', key, { workspace_id: b.workspace_id, skip_agent_check: true });
+    expect(failed.body).toEqual({
+      error_message: expect.stringContaining('is not running'), operational_message: 'The workspace container vanished from its server', operational_progress: 100, operational_status: 'stopped',
+    });
+    await api.call('destroy_workspace', key, { workspace_id: b.workspace_id });
+    await gone(b.workspace_id);
+  });
+
+  it('get_workspace_status notices a container that stopped (skip_agent_check false asks Docker)', async () => {
+    const r = (await api.call('request_workspace', key, { user_id: userId, image_id: imageId })).body;
+    const w = (await running(r.workspace_id)).body.workspace;
+    await localDocker().remove(w.container_id);
+    const stored = await api.call('get_workspace_status', key, { workspace_id: r.workspace_id, skip_agent_check: true });
+    expect(stored.body.workspace.operational_status).toBe('running');
+    const asked = await api.call('get_workspace_status', key, { workspace_id: r.workspace_id });
+    expect(asked.body.operational_status).toBe('stopped');
+    expect(asked.body.operational_message).toMatch(/^The workspace container stopped/);
+    await api.call('destroy_workspace', key, { workspace_id: r.workspace_id });
+    await gone(r.workspace_id);
+  });
+
+  it('a worker killed in the middle of a provision leaves exactly one running container once a worker runs again', async () => {
+    await api.stopWorker();
+    const env = {
+      ...process.env, DATABASE_NAME: api.config.DATABASE_NAME, REDIS_PREFIX: api.config.REDIS_PREFIX, DEPLOYMENT_ID: api.config.DEPLOYMENT_ID,
+      WORKER_LOCK_MS: '3000', LOG_LEVEL: 'warn',
+    };
+    const db = api.app.get(DataSource);
+    let child: ChildProcess | null = spawn(process.execPath, ['dist/apps/worker/src/main.js'], { cwd: `${__dirname}/../..`, env, stdio: 'inherit' });
+    try {
+      const r = (await api.call('request_workspace', key, { user_id: userId, image_id: imageId })).body;
+      // Kill it once the container exists but before the workspace is recorded as running.
+      await waitFor('container created', async () => {
+        const [row] = await db.query('SELECT container_id, status FROM workspaces WHERE id = $1', [r.workspace_id]);
+        if (row.status !== 'starting') throw new Error(`provision finished before the kill (${row.status}); nothing was interrupted`);
+        return row.container_id ? true : undefined;
+      }, 60_000, 5);
+      child.kill('SIGKILL');
+      await new Promise((resolve) => child?.once('exit', resolve));
+      child = null;
+      // The new worker takes the job over once the dead one's lock lapses.
+      await api.startWorker();
+      await running(r.workspace_id);
+      const containers = (await api.containers()).filter((c) => c.labels[LABELS.workspaceId] === r.workspace_id.replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5'));
+      expect(containers).toHaveLength(1);
+      expect(containers[0].state).toBe('running');
+      await api.call('destroy_workspace', key, { workspace_id: r.workspace_id });
+      await gone(r.workspace_id);
+    } finally {
+      child?.kill('SIGKILL');
+      if (!api.worker) await api.startWorker();
+    }
+  });
+});
