@@ -1,0 +1,13 @@
+import { Module } from '@nestjs/common';
+import { AuthModule } from '@ws/auth';
+import { ConfigModule } from '@ws/common';
+import { DatabaseModule } from '@ws/database';
+import { QueueModule } from '@ws/queue';
+import { ServersModule } from '@ws/servers';
+import { SettingsModule } from '@ws/settings';
+import { WorkspacesModule } from '@ws/workspaces';
+import { ZonesModule } from '@ws/zones';
+
+/** What the operator's commands need: no HTTP, no queue workers. */
+@Module({ imports: [ConfigModule.forRoot(), DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule, ZonesModule, ServersModule] })
+export class CliModule {}

@@ -1,0 +1,40 @@
+import { Command } from 'commander';
+import { toWireId } from '@ws/common';
+import { GroupsService, UsageInterval } from '@ws/groups';
+import { ImagesService } from '@ws/images';
+import { collect, int, print, service } from '../context';
+
+const nullableInt = (v: string) => (v === 'none' ? null : int(v));
+
+export function registerGroupCommands(program: Command): void {
+  const group = program.command('group').description('user groups and their settings');
+  group.command('list').option('--json').action(async (o: { json?: boolean }) => {
+    const rows = await (await service(GroupsService)).list();
+    print(rows.map((g) => ({
+      group_id: toWireId(g.id), name: g.name, priority: g.priority, keepalive_expiration: g.keepaliveExpiration, usage_limit: g.usageLimit,
+      usage_interval: g.usageInterval, default_image: toWireId(g.defaultImageId), permissions: g.permissions, client_settings: g.clientSettings,
+    })), o.json ?? false);
+  });
+  group
+    .command('set <group>')
+    .description('change a group\'s settings (group by name or id)')
+    .option('--keepalive-expiration <seconds>', 'seconds a keepalive extends a workspace by ("none": deployment default)', nullableInt)
+    .option('--usage-limit <seconds>', 'seconds of workspace use per interval ("none": unlimited)', nullableInt)
+    .option('--usage-interval <interval>', 'daily, weekly, monthly or total')
+    .option('--default-image <image>', 'image id or friendly name ("none" to clear)')
+    .option('--priority <n>', 'lower wins when a user\'s groups disagree', int)
+    .option('--client-setting <key=value>', 'e.g. allow_workspace_sharing=false, idle_disconnect=30 (repeat)', collect, [])
+    .action(async (ref: string, o: { keepaliveExpiration?: number | null; usageLimit?: number | null; usageInterval?: string; defaultImage?: string; priority?: number; clientSetting: string[] }) => {
+      if (o.usageInterval && !['daily', 'weekly', 'monthly', 'total'].includes(o.usageInterval)) throw new Error('--usage-interval must be daily, weekly, monthly or total');
+      const defaultImageId = o.defaultImage === undefined ? undefined : o.defaultImage === 'none' ? null : (await (await service(ImagesService)).findByRef(o.defaultImage)).id;
+      const clientSettings = Object.fromEntries(o.clientSetting.map((kv) => {
+        const [key, raw] = kv.split('=');
+        return [key, raw === 'true' ? true : raw === 'false' ? false : int(raw ?? '')];
+      }));
+      const g = await (await service(GroupsService)).updateSettings(ref, {
+        keepaliveExpiration: o.keepaliveExpiration, usageLimit: o.usageLimit, usageInterval: o.usageInterval as UsageInterval | undefined,
+        defaultImageId, priority: o.priority, clientSettings: o.clientSetting.length ? clientSettings : undefined,
+      });
+      console.log(`${g.name}: keepalive_expiration=${g.keepaliveExpiration} usage_limit=${g.usageLimit} usage_interval=${g.usageInterval} default_image=${toWireId(g.defaultImageId)}`);
+    });
+}

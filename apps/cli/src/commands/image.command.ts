@@ -1,0 +1,62 @@
+import { Command } from 'commander';
+import { ImagesService, toImageResponse } from '@ws/images';
+import { ServersService } from '@ws/servers';
+import { ZonesService } from '@ws/zones';
+import { bytes, collect, int, num, print, service } from '../context';
+
+interface ImageOptions {
+  friendlyName: string; description?: string; thumbnail?: string; cores: number; memory: number; xRes: number; yRes: number;
+  port: string[]; env: string[]; cmd?: string; goCmd?: string; browser?: boolean; disabled?: boolean; zone?: string; server?: string;
+  persistentProfilePath?: string; json?: boolean;
+}
+
+const pairs = (values: string[], what: string) =>
+  Object.fromEntries(values.map((v) => {
+    const at = v.indexOf('=');
+    if (at < 1) throw new Error(`${what} must be name=value (got ${v})`);
+    return [v.slice(0, at), v.slice(at + 1)];
+  }));
+
+export function registerImageCommands(program: Command): void {
+  const image = program.command('image').description('workspace images');
+  image
+    .command('add <reference>')
+    .description('add or update (by friendly name) an image; reference is a local container image, e.g. workspace-server/desktop:<hash>')
+    .requiredOption('--friendly-name <name>')
+    .option('--description <text>')
+    .option('--thumbnail <url>')
+    .option('--cores <n>', 'cores (hard limit)', num, 1)
+    .option('--memory <size>', 'memory (hard limit), e.g. 2G', bytes, 2 * 1024 ** 3)
+    .option('--x-res <px>', 'desktop width', int, 1280)
+    .option('--y-res <px>', 'desktop height', int, 720)
+    .option('--port <name=port/tcp>', 'port map entry (repeat), e.g. vnc=5900/tcp', collect, [])
+    .option('--env <NAME=value>', 'first-launch environment (repeat)', collect, [])
+    .option('--cmd <command>', 'exec_config.first_launch.cmd')
+    .option('--go-cmd <command>', 'exec_config.go.cmd')
+    .option('--browser', 'a browser image: request_workspace workspace_url becomes WORKSPACE_URL')
+    .option('--disabled')
+    .option('--zone <zone>', 'restrict to a zone')
+    .option('--server <server>', 'restrict to a server')
+    .option('--persistent-profile-path <url>')
+    .option('--json')
+    .action(async (reference: string, o: ImageOptions) => {
+      const zone = o.zone ? await (await service(ZonesService)).findByRef(o.zone) : null;
+      const server = o.server ? await (await service(ServersService)).findByRef(o.server) : null;
+      const saved = await (await service(ImagesService)).upsert({
+        name: reference, friendlyName: o.friendlyName, description: o.description, imageSrc: o.thumbnail, cores: o.cores, memory: o.memory, xRes: o.xRes, yRes: o.yRes,
+        portMap: o.port.length ? pairs(o.port, '--port') : { vnc: '5900/tcp' },
+        execConfig: { first_launch: { environment: pairs(o.env, '--env'), cmd: o.cmd ?? '' }, go: { cmd: o.goCmd ?? '' } },
+        isBrowser: o.browser ?? false, enabled: !o.disabled, restrictToZone: !!zone, zoneId: zone?.id ?? null, restrictToServer: !!server, serverId: server?.id ?? null,
+        persistentProfilePath: o.persistentProfilePath ?? null,
+      });
+      print(o.json ? toImageResponse(saved) : { image_id: toImageResponse(saved).image_id, name: saved.name, friendly_name: saved.friendlyName }, o.json ?? false);
+    });
+  image.command('list').option('--json').action(async (o: { json?: boolean }) => {
+    const rows = await (await service(ImagesService)).list();
+    print(rows.map((i) => { const r = toImageResponse(i); return o.json ? r : { image_id: r.image_id, friendly_name: r.friendly_name, name: r.name, cores: r.cores, memory: r.memory, enabled: r.enabled }; }), o.json ?? false);
+  });
+  image.command('remove <image>').description('by id or friendly name').action(async (ref: string) => {
+    await (await service(ImagesService)).remove(ref);
+    console.log(`removed image ${ref}`);
+  });
+}

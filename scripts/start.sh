@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# npm start: installs what is missing, starts PostgreSQL, Redis and Docker, builds the desktop image,
+# migrates, registers the local Docker host and the desktop image, then runs the api and one worker.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+log() { printf '[start] %s\n' "$*" >&2; }
+
+[ -d node_modules ] || { log "installing npm packages"; npm ci --no-audit --no-fund; }
+bash scripts/ensure-services.sh
+docker_ok=1
+bash scripts/ensure-docker.sh || { docker_ok=0; log "WARNING: no Docker engine; the api runs, but workspaces cannot start"; }
+log "building"
+npm run --silent build
+node dist/libs/database/src/migrate.js
+cli() { node dist/apps/cli/src/main.js "$@"; }
+if [ "$docker_ok" = 1 ]; then
+  tag=$(bash scripts/build-desktop-image.sh | tail -1)
+  cli server ensure-local
+  cli image add "$tag" --friendly-name "${DESKTOP_IMAGE_NAME:-Desktop}" --description "Reference desktop (Xvfb, openbox, xterm)" --cores 1 --memory 1G >/dev/null
+  log "image ${DESKTOP_IMAGE_NAME:-Desktop} -> $tag"
+fi
+
+pids=()
+cleanup() { trap - EXIT INT TERM; kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; }
+trap cleanup EXIT INT TERM
+node dist/apps/worker/src/main.js & pids+=($!)
+node dist/apps/api/src/main.js & pids+=($!)
+
+url="${PUBLIC_BASE_URL:-http://127.0.0.1:${API_PORT:-8080}}"
+for _ in $(seq 1 100); do curl -fs "$url/api/health" >/dev/null 2>&1 && break; sleep 0.2; done
+cat >&2 <<MSG
+
+  workspace-server is running at $url   (Ctrl-C stops it)
+  Make an API key:   npm run cli -- api-key create --name my-backend --permission "Global Admin" --json
+  Then, e.g.:        curl -s $url/api/public/get_images -d '{"api_key":"…","api_key_secret":"…"}'
+
+MSG
+wait -n "${pids[@]}"

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# npm test: the whole suite against real PostgreSQL, Redis and Docker, which it installs and starts.
+# Extra arguments go to jest (e.g. npm test -- test/e2e/users).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+log() { printf '[test] %s\n' "$*" >&2; }
+
+[ -d node_modules ] || { log "installing npm packages"; npm ci --no-audit --no-fund; }
+bash scripts/ensure-services.sh
+bash scripts/ensure-docker.sh
+[ -x scripts/ensure-test-tools.sh ] && bash scripts/ensure-test-tools.sh
+WS_TEST_DESKTOP_IMAGE=$(bash scripts/build-desktop-image.sh | tail -1)
+export WS_TEST_DESKTOP_IMAGE
+log "desktop image $WS_TEST_DESKTOP_IMAGE"
+npm run --silent build
+# Unit tests in parallel; e2e one file at a time (each has its own database, Redis prefix and deployment id).
+npx jest "$@" --selectProjects unit --passWithNoTests
+npx jest "$@" --selectProjects e2e --runInBand --passWithNoTests
