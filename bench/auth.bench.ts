@@ -1,0 +1,53 @@
+/**
+ * Issue 2 benchmark: what authenticating a request costs. The cached authenticator against two baselines
+ * measured in the same run: an uncached indexed lookup per request, and a bcrypt check (a slow hash).
+ */
+import 'reflect-metadata';
+import * as bcrypt from 'bcryptjs';
+import { DataSource } from 'typeorm';
+import { ApiKeyAuthenticator, ApiKeysService } from '@ws/auth';
+import { loadConfig, randomSecret, sha256 } from '@ws/common';
+import { dropDatabase, migrate } from '@ws/database';
+import { createApi } from '../apps/api/src/bootstrap';
+
+const N = Number(process.env.BENCH_AUTH_CALLS ?? 20_000);
+
+async function perCallMicros(calls: number, fn: () => Promise<unknown>): Promise<number> {
+  for (let i = 0; i < Math.min(200, calls); i++) await fn(); // warm up
+  const start = process.hrtime.bigint();
+  for (let i = 0; i < calls; i++) await fn();
+  return Number(process.hrtime.bigint() - start) / 1000 / calls;
+}
+
+async function main(): Promise<void> {
+  const suffix = randomSecret(4);
+  const settings = { DATABASE_NAME: `ws_bench_auth_${suffix}`, REDIS_PREFIX: `wsbench-${suffix}`, LOG_LEVEL: 'warn' };
+  const config = Object.assign(loadConfig(), settings);
+  await migrate(config, settings.DATABASE_NAME);
+  const api = await createApi(settings);
+  await api.init();
+  try {
+    const { key, secret } = await api.get(ApiKeysService).create({ name: 'bench', permissions: ['Users View'] });
+    const authenticator = api.get(ApiKeyAuthenticator);
+    const db = api.get(DataSource);
+    const cached = await perCallMicros(N, () => authenticator.authenticate(key.apiKey, secret));
+    const lookup = await perCallMicros(Math.min(N, 2000), async () => {
+      const [row] = await db.query('SELECT secret_sha256, permissions, expires_at, revoked_at FROM api_keys WHERE api_key = $1', [key.apiKey]);
+      return row.secret_sha256 === sha256(secret);
+    });
+    const hashed = await bcrypt.hash(secret, 10);
+    const slowHash = await perCallMicros(20, () => bcrypt.compare(secret, hashed));
+    console.log(`\nAPI-key authentication per request (${N} calls)`);
+    console.log(`cached authenticator                          ${cached.toFixed(2).padStart(10)} µs`);
+    console.log(`baseline: indexed lookup per request          ${lookup.toFixed(2).padStart(10)} µs   (${(lookup / cached).toFixed(0)}× slower)`);
+    console.log(`baseline: bcrypt cost 10 per request          ${slowHash.toFixed(2).padStart(10)} µs   (${(slowHash / cached).toFixed(0)}× slower)`);
+  } finally {
+    await api.close();
+    await dropDatabase(config, settings.DATABASE_NAME);
+  }
+}
+
+main().catch((err: Error) => {
+  console.error(err.stack ?? err.message);
+  process.exit(1);
+});

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# npm run bench: every benchmark, each printing its figures and ratios against a baseline measured in the same run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -d node_modules ] || npm ci --no-audit --no-fund
+bash scripts/ensure-services.sh
+bash scripts/ensure-docker.sh
+WS_TEST_DESKTOP_IMAGE=$(bash scripts/build-desktop-image.sh | tail -1)
+export WS_TEST_DESKTOP_IMAGE
+npm run --silent build
+for bench in dist/bench/*.bench.js; do
+  node "$bench"
+done
