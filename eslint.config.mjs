@@ -19,6 +19,7 @@ export default tseslint.config(
   },
   {
     files: ['**/*.js', '**/*.mjs'],
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
     languageOptions: { globals: { require: 'readonly', module: 'writable', process: 'readonly', console: 'readonly', __dirname: 'readonly' } },
   },
 );
