@@ -8,7 +8,7 @@ log() { printf '[test] %s\n' "$*" >&2; }
 [ -d node_modules ] || { log "installing npm packages"; npm ci --no-audit --no-fund; }
 bash scripts/ensure-services.sh
 bash scripts/ensure-docker.sh
-[ -x scripts/ensure-test-tools.sh ] && bash scripts/ensure-test-tools.sh
+bash scripts/ensure-test-tools.sh
 WS_TEST_DESKTOP_IMAGE=$(bash scripts/build-desktop-image.sh | tail -1)
 export WS_TEST_DESKTOP_IMAGE
 log "desktop image $WS_TEST_DESKTOP_IMAGE"

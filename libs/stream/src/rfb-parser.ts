@@ -1,0 +1,628 @@
+/**
+ * Incremental, two-direction RFB (RFC 6143) stream tracker for a transparent proxy.
+ *
+ * It follows the handshake (ProtocolVersion, security negotiation, VNC auth, ClientInit, ServerInit) and then
+ * every message in both directions, without decoding pixels. Bytes arrive in arbitrary fragments (down to one
+ * byte); the StreamFeeder reassembles what each step needs.
+ *
+ * What it changes on the wire, and why:
+ *  - server→client security-type list: reduced to None (1) and VNC Authentication (2), the only types whose
+ *    exchange the proxy can follow (VeNCrypt/TLS, RA2... would make the rest of the stream opaque). With no
+ *    type left the client gets a proper "no security types" failure with a reason string.
+ *  - client→server SetEncodings: reduced to encodings the server→client parser can size (encodings.ts).
+ *  - client→server KeyEvent / PointerEvent / ClientCutText / QEMU key / SetDesktopSize: dropped in view-only.
+ * Everything else is forwarded byte for byte. After ServerInit the server→client direction is forwarded the
+ * moment each chunk arrives (before it is parsed); the handshake messages before that are forwarded message
+ * by message (a handful of bytes) because the security list may need rewriting.
+ */
+import { RfbError } from './errors';
+import { Encoding, PIXEL_ENCODINGS, proxySupportsEncoding } from './encodings';
+import { Need, ParserGenerator, StreamFeeder, pass, passthrough, read, skip, waitUntil } from './feeder';
+import { PixelFormat, bytesPerPixel, compactPixelSize, isValidBpp, parsePixelFormat } from './pixel-format';
+
+export const SECURITY_NONE = 1;
+export const SECURITY_VNC_AUTH = 2;
+const MAX_REASON_BYTES = 64 * 1024;
+const MAX_NAME_BYTES = 1024 * 1024;
+
+export type InputKind = 'key' | 'pointer' | 'clipboard' | 'resize';
+export type ServerMessageKind = 'colourmap' | 'bell' | 'cuttext';
+
+export interface UpdateRequestInfo {
+  incremental: boolean;
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+  /** Arrival time (performance.now()) of the chunk holding the request's first byte. */
+  at: number;
+}
+
+export interface RectInfo {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+  encoding: number;
+  /** Header (12) + payload bytes. */
+  bytes: number;
+  /** Wall time between the arrival of the rect header's first byte and of the payload's last byte. */
+  timeMs: number;
+}
+
+export interface UpdateInfo {
+  /** Arrival time of the FramebufferUpdate message-type byte. */
+  firstByteAt: number;
+  /** Arrival time of the last byte of the last rectangle. */
+  lastByteAt: number;
+  rects: number;
+  /** Sum of width*height over pixel-carrying rects (Raw, CopyRect, Tight, ZRLE). */
+  pixelArea: number;
+  bytes: number;
+}
+
+export interface ServerInitInfo {
+  width: number;
+  height: number;
+  pixelFormat: PixelFormat;
+  name: string;
+}
+
+/** Observation hooks; all optional and called synchronously while parsing. */
+export interface RfbTrackerEvents {
+  onServerInit?(info: ServerInitInfo): void;
+  onResize?(width: number, height: number): void;
+  onSecurityFailure?(reason: string): void;
+  onEncodings?(requested: number[], kept: number[]): void;
+  onUpdateRequest?(request: UpdateRequestInfo): void;
+  onUpdateStart?(firstByteAt: number): void;
+  onRect?(rect: RectInfo): void;
+  onUpdateEnd?(update: UpdateInfo): void;
+  onInput?(kind: InputKind, forwarded: boolean): void;
+  onServerMessage?(kind: ServerMessageKind, bytes: number): void;
+}
+
+export interface RfbTrackerOptions {
+  /** Drop KeyEvent, PointerEvent, ClientCutText, QEMU key events and SetDesktopSize instead of forwarding them. */
+  viewOnly: boolean;
+  /** Bytes to write to the VNC server (after rewriting/dropping). */
+  toServer(chunk: Buffer): void;
+  /** Bytes to send to the browser. */
+  toClient(chunk: Buffer): void;
+  /** The stream cannot be followed any more (the caller must close both sides). */
+  onError(error: RfbError, direction: 'client' | 'server'): void;
+  /**
+   * Both sides already finished version and security negotiation elsewhere (the gateway authenticates to
+   * the VNC server itself and offers the browser security None): the streams start at ClientInit/ServerInit.
+   */
+  preAuthenticated?: boolean;
+  events?: RfbTrackerEvents;
+  now?: () => number;
+}
+
+export type RfbMinorVersion = 3 | 7 | 8;
+
+/** What the tracker has learnt about the session so far. */
+export class RfbProtocolState {
+  serverVersion?: string;
+  clientVersion?: string;
+  /** Negotiated protocol flow (the client's reply decides it). */
+  minor?: RfbMinorVersion;
+  /** Security types offered to the client after filtering (3.7+). */
+  offeredSecurity?: number[];
+  securityType?: number;
+  securityFailure?: string;
+  clientInitDone = false;
+  serverInitDone = false;
+  name = '';
+  width = 0;
+  height = 0;
+  /** Pixel format the server currently encodes with (ServerInit, then the client's SetPixelFormat). */
+  pixelFormat?: PixelFormat;
+  /** A SetPixelFormat seen on the way in, applied at the next server message boundary. */
+  pendingPixelFormat?: PixelFormat;
+  /** Encodings of the last (rewritten) SetEncodings. */
+  encodings: number[] = [];
+  /** Every encoding ever negotiated in this session (an update encoded before a later SetEncodings stays valid). */
+  readonly everNegotiated = new Set<number>([Encoding.Raw]);
+}
+
+function protocolError(message: string): RfbError {
+  return new RfbError('protocol', message);
+}
+
+/** Maps a ProtocolVersion string to the flow it selects (RFC 6143 §7.1.1: unknown 3.x is treated as 3.3). */
+export function parseProtocolVersion(buf: Buffer): { text: string; major: number; minor: number } {
+  const text = buf.toString('latin1');
+  const match = /^RFB (\d{3})\.(\d{3})\n$/.exec(text);
+  if (!match) throw protocolError(`invalid ProtocolVersion ${JSON.stringify(text)}`);
+  return { text: text.trim(), major: Number(match[1]), minor: Number(match[2]) };
+}
+
+export function flowForVersion(major: number, minor: number): RfbMinorVersion {
+  if (major > 3) return 8; // RealVNC 4.x/5.x and Intel AMT speak the 3.8 flow
+  if (major < 3) throw protocolError(`unsupported protocol version ${major}.${minor}`);
+  return minor >= 8 ? 8 : minor === 7 ? 7 : 3;
+}
+
+function failureMessage(minor: RfbMinorVersion, reason: string): Buffer {
+  const text = Buffer.from(reason, 'utf8');
+  const head = minor === 3 ? Buffer.alloc(4) : Buffer.alloc(1); // 3.3: u32 0; 3.7+: u8 count 0
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(text.length, 0);
+  return Buffer.concat([head, len, text]);
+}
+
+export class RfbProtocolTracker {
+  readonly state = new RfbProtocolState();
+  private readonly server: StreamFeeder;
+  private readonly client: StreamFeeder;
+  private readonly events: RfbTrackerEvents;
+  private readonly now: () => number;
+
+  constructor(private readonly options: RfbTrackerOptions) {
+    this.events = options.events ?? {};
+    this.now = options.now ?? (() => performance.now());
+    // Handshake messages are emitted explicitly by the generators; after ServerInit the server feeder
+    // switches to passthrough and forwards whole chunks through `toClient` itself.
+    this.server = new StreamFeeder(this.serverStream(), (chunk) => this.options.toClient(chunk), (e) => this.fail(e, 'server'), this.now);
+    this.client = new StreamFeeder(this.clientStream(), (chunk) => this.options.toServer(chunk), (e) => this.fail(e, 'client'), this.now);
+  }
+
+  /** Bytes received from the browser. */
+  pushFromClient(chunk: Buffer): void {
+    this.client.push(chunk);
+    this.crossPoke();
+  }
+
+  /** Bytes received from the VNC server. */
+  pushFromServer(chunk: Buffer): void {
+    this.server.push(chunk);
+    this.crossPoke();
+  }
+
+  /**
+   * Handshake steps of one direction can wait on state learnt from the other (e.g. a pipelined security
+   * choice waits for the server's list, and the server side then waits for that choice): re-run both until
+   * neither makes progress. Only the handshake has such waits, so this ends after a few rounds.
+   */
+  private crossPoke(): void {
+    for (let round = 0; round < 16; round++) {
+      const before = this.client.progress + this.server.progress;
+      this.server.poke();
+      this.client.poke();
+      if (this.client.progress + this.server.progress === before) return;
+    }
+  }
+
+  get failed(): boolean {
+    return this.server.failed !== undefined || this.client.failed !== undefined;
+  }
+
+  private fail(error: Error, direction: 'client' | 'server'): void {
+    const rfbError = error instanceof RfbError ? error : protocolError(error.message);
+    this.options.onError(rfbError, direction);
+  }
+
+  // ---------------------------------------------------------------- server → client
+
+  private *reasonString(): Generator<Need, Buffer, Buffer | undefined> {
+    const len = yield* read(4);
+    const n = len.readUInt32BE(0);
+    if (n > MAX_REASON_BYTES) throw protocolError(`reason string of ${n} bytes`);
+    const text = yield* read(n);
+    return Buffer.concat([len, text]);
+  }
+
+  private *serverStream(): ParserGenerator {
+    const s = this.state;
+    if (this.options.preAuthenticated) {
+      s.minor = 8;
+      s.securityType = SECURITY_NONE;
+    } else {
+      const handshake = yield* this.serverHandshake();
+      if (!handshake) return;
+    }
+    yield* this.serverMessages();
+  }
+
+  /** Version and security from the server; false when security failed (the failure was forwarded). */
+  private *serverHandshake(): Generator<Need, boolean, Buffer | undefined> {
+    const s = this.state;
+    const version = yield* read(12);
+    const parsed = parseProtocolVersion(version);
+    flowForVersion(parsed.major, parsed.minor); // validates
+    s.serverVersion = parsed.text;
+    this.options.toClient(version);
+    yield* waitUntil(() => s.minor !== undefined);
+    const minor = s.minor as RfbMinorVersion;
+
+    if (minor === 3) {
+      const typeBuf = yield* read(4);
+      const type = typeBuf.readUInt32BE(0);
+      if (type === 0) {
+        const reason = yield* this.reasonString();
+        this.options.toClient(Buffer.concat([typeBuf, reason]));
+        this.securityFailed(reason.subarray(4).toString('utf8'));
+        return false;
+      }
+      if (type !== SECURITY_NONE && type !== SECURITY_VNC_AUTH) {
+        this.options.toClient(failureMessage(3, `security type ${type} is not supported by the stream proxy`));
+        throw new RfbError('unsupported_security', `server chose security type ${type}`);
+      }
+      s.securityType = type;
+      this.options.toClient(typeBuf);
+    } else {
+      const count = (yield* read(1))[0];
+      if (count === 0) {
+        const reason = yield* this.reasonString();
+        this.options.toClient(Buffer.concat([Buffer.from([0]), reason]));
+        this.securityFailed(reason.subarray(4).toString('utf8'));
+        return false;
+      }
+      const types = [...(yield* read(count))];
+      const kept = types.filter((t) => t === SECURITY_NONE || t === SECURITY_VNC_AUTH);
+      if (kept.length === 0) {
+        this.options.toClient(failureMessage(minor, `no security type supported by the stream proxy (server offers ${types.join(', ')})`));
+        throw new RfbError('unsupported_security', `server offers only security types ${types.join(', ')}`);
+      }
+      s.offeredSecurity = kept;
+      this.options.toClient(Buffer.from([kept.length, ...kept]));
+      yield* waitUntil(() => s.securityType !== undefined);
+    }
+
+    if (s.securityType === SECURITY_VNC_AUTH) this.options.toClient(yield* read(16)); // challenge
+    if (minor === 8 || s.securityType === SECURITY_VNC_AUTH) {
+      const result = yield* read(4);
+      const status = result.readUInt32BE(0);
+      if (status !== 0) {
+        let reason = 'authentication failed';
+        if (minor === 8) {
+          const r = yield* this.reasonString();
+          reason = r.subarray(4).toString('utf8') || reason;
+          this.options.toClient(Buffer.concat([result, r]));
+        } else {
+          this.options.toClient(result);
+        }
+        this.securityFailed(reason);
+        return false;
+      }
+      this.options.toClient(result);
+    }
+
+    return true;
+  }
+
+  /** ServerInit, then server messages until the stream ends. */
+  private *serverMessages(): ParserGenerator {
+    const s = this.state;
+    const init = yield* read(24);
+    const nameLength = init.readUInt32BE(20);
+    if (nameLength > MAX_NAME_BYTES) throw protocolError(`desktop name of ${nameLength} bytes`);
+    const name = yield* read(nameLength);
+    const pixelFormat = parsePixelFormat(init, 4);
+    if (!isValidBpp(pixelFormat.bitsPerPixel)) throw protocolError(`server pixel format has ${pixelFormat.bitsPerPixel} bits per pixel`);
+    s.width = init.readUInt16BE(0);
+    s.height = init.readUInt16BE(2);
+    s.pixelFormat = pixelFormat;
+    s.name = name.toString('utf8');
+    s.serverInitDone = true;
+    this.options.toClient(Buffer.concat([init, name]));
+    this.events.onServerInit?.({ width: s.width, height: s.height, pixelFormat, name: s.name });
+    yield* passthrough();
+
+    for (;;) {
+      const type = (yield* read(1))[0];
+      const messageStart = this.server.firstByteAt;
+      if (s.pendingPixelFormat) {
+        s.pixelFormat = s.pendingPixelFormat;
+        s.pendingPixelFormat = undefined;
+      }
+      switch (type) {
+        case 0:
+          yield* this.framebufferUpdate(messageStart);
+          break;
+        case 1: {
+          const head = yield* read(5); // padding, first-colour, number-of-colours
+          const colours = head.readUInt16BE(3);
+          yield* skip(colours * 6);
+          this.events.onServerMessage?.('colourmap', 6 + colours * 6);
+          break;
+        }
+        case 2:
+          this.events.onServerMessage?.('bell', 1);
+          break;
+        case 3: {
+          const head = yield* read(7); // 3 padding, u32 length
+          const length = head.readUInt32BE(3);
+          if (length >= 0x80000000) throw protocolError('extended clipboard message, but the extension was not negotiated');
+          yield* skip(length);
+          this.events.onServerMessage?.('cuttext', 8 + length);
+          break;
+        }
+        default:
+          throw protocolError(`unknown server message type ${type}`);
+      }
+    }
+  }
+
+  private securityFailed(reason: string): void {
+    this.state.securityFailure = reason;
+    this.events.onSecurityFailure?.(reason);
+  }
+
+  private resize(width: number, height: number): void {
+    this.state.width = width;
+    this.state.height = height;
+    this.events.onResize?.(width, height);
+  }
+
+  private *framebufferUpdate(messageStart: number): ParserGenerator {
+    const s = this.state;
+    const head = yield* read(3);
+    const count = head.readUInt16BE(1);
+    this.events.onUpdateStart?.(messageStart);
+    // 0xFFFF with LastRect negotiated means "until a LastRect rectangle".
+    const open = count === 0xffff && s.everNegotiated.has(Encoding.LastRect);
+    let rects = 0;
+    let pixelArea = 0;
+    let bytes = 4;
+    for (let i = 0; open || i < count; i++) {
+      const header = yield* read(12);
+      const rectStart = this.server.firstByteAt;
+      const x = header.readUInt16BE(0);
+      const y = header.readUInt16BE(2);
+      const width = header.readUInt16BE(4);
+      const height = header.readUInt16BE(6);
+      const encoding = header.readInt32BE(8);
+      if (!s.everNegotiated.has(encoding)) throw protocolError(`server used encoding ${encoding}, which was not negotiated`);
+      const pf = s.pixelFormat as PixelFormat;
+      let payload = 0;
+      let last = false;
+      switch (encoding) {
+        case Encoding.Raw:
+          payload = width * height * bytesPerPixel(pf);
+          yield* skip(payload);
+          break;
+        case Encoding.CopyRect:
+          payload = 4;
+          yield* skip(4);
+          break;
+        case Encoding.Tight:
+          payload = yield* this.tightRect(width, height, pf);
+          break;
+        case Encoding.ZRLE: {
+          const length = (yield* read(4)).readUInt32BE(0);
+          yield* skip(length);
+          payload = 4 + length;
+          break;
+        }
+        case Encoding.DesktopSize:
+          this.resize(width, height);
+          break;
+        case Encoding.LastRect:
+          last = true;
+          break;
+        case Encoding.PointerPos:
+        case Encoding.QemuExtendedKeyEvent:
+          break;
+        case Encoding.Cursor:
+          payload = width * height * bytesPerPixel(pf) + Math.floor((width + 7) / 8) * height;
+          yield* skip(payload);
+          break;
+        case Encoding.XCursor:
+          payload = width * height > 0 ? 6 + 2 * Math.floor((width + 7) / 8) * height : 0;
+          yield* skip(payload);
+          break;
+        case Encoding.QemuLedState:
+          payload = 1;
+          yield* skip(1);
+          break;
+        case Encoding.DesktopName: {
+          const length = (yield* read(4)).readUInt32BE(0);
+          if (length > MAX_NAME_BYTES) throw protocolError(`desktop name of ${length} bytes`);
+          s.name = (yield* read(length)).toString('utf8');
+          payload = 4 + length;
+          break;
+        }
+        case Encoding.ExtendedDesktopSize: {
+          const screens = (yield* read(4))[0]; // number-of-screens, 3 padding
+          yield* skip(16 * screens);
+          payload = 4 + 16 * screens;
+          // y = status: 0 for a successful (or server-initiated) change; x = reason.
+          if (y === 0) this.resize(width, height);
+          break;
+        }
+        default:
+          throw protocolError(`server used encoding ${encoding}, which the proxy cannot parse`);
+      }
+      if (PIXEL_ENCODINGS.has(encoding)) pixelArea += width * height;
+      rects++;
+      bytes += 12 + payload;
+      this.events.onRect?.({ x, y, width, height, encoding, bytes: 12 + payload, timeMs: this.server.lastByteAt - rectStart });
+      if (last) break;
+    }
+    this.events.onUpdateEnd?.({ firstByteAt: messageStart, lastByteAt: this.server.lastByteAt, rects, pixelArea, bytes });
+  }
+
+  /** Tight "compact length": 1–3 bytes, 7+7+8 bits. Returns [length, bytes used]. */
+  private *compactLength(): Generator<Need, [number, number], Buffer | undefined> {
+    const b0 = (yield* read(1))[0];
+    let length = b0 & 0x7f;
+    if (!(b0 & 0x80)) return [length, 1];
+    const b1 = (yield* read(1))[0];
+    length |= (b1 & 0x7f) << 7;
+    if (!(b1 & 0x80)) return [length, 2];
+    const b2 = (yield* read(1))[0];
+    length += b2 * 16384;
+    return [length, 3];
+  }
+
+  /**
+   * Sizes a Tight rectangle without decoding it (TightVNC spec / rfbproto "Tight Encoding"):
+   *  compression-control byte; high nibble 1000 = fill (one TPIXEL), 1001 = JPEG (compact length + data),
+   *  0xxx = basic (bit 6: explicit filter id follows; filter 0 copy, 1 palette, 2 gradient). Palette: u8 n-1,
+   *  n TPIXELs, then 1 bit/pixel (rows padded to bytes) when n = 2 else 8 bits/pixel. Filtered data under
+   *  12 bytes is sent raw; otherwise compact length + zlib data. TPIXEL is 3 bytes for 32 bpp/depth 24.
+   */
+  private *tightRect(width: number, height: number, pf: PixelFormat): Generator<Need, number, Buffer | undefined> {
+    const control = (yield* read(1))[0];
+    const tpixel = compactPixelSize(pf);
+    const kind = control >> 4;
+    let size = 1;
+    if (kind === 0x08) {
+      yield* skip(tpixel);
+      return size + tpixel;
+    }
+    if (kind === 0x09) {
+      const [length, used] = yield* this.compactLength();
+      yield* skip(length);
+      return size + used + length;
+    }
+    if (kind & 0x08) throw protocolError(`invalid Tight compression control 0x${control.toString(16)}`);
+    let filter = 0;
+    if (kind & 0x04) {
+      filter = (yield* read(1))[0];
+      size += 1;
+    }
+    let dataSize: number;
+    switch (filter) {
+      case 0: // copy
+      case 2: // gradient
+        dataSize = width * height * tpixel;
+        break;
+      case 1: {
+        const colours = (yield* read(1))[0] + 1;
+        yield* skip(colours * tpixel);
+        size += 1 + colours * tpixel;
+        dataSize = colours === 2 ? Math.floor((width + 7) / 8) * height : width * height;
+        break;
+      }
+      default:
+        throw protocolError(`invalid Tight filter ${filter}`);
+    }
+    if (dataSize < 12) {
+      yield* skip(dataSize);
+      return size + dataSize;
+    }
+    const [length, used] = yield* this.compactLength();
+    yield* skip(length);
+    return size + used + length;
+  }
+
+  // ---------------------------------------------------------------- client → server
+
+  private input(kind: InputKind, message: Buffer[]): void {
+    if (this.options.viewOnly) {
+      this.events.onInput?.(kind, false);
+      return;
+    }
+    this.options.toServer(Buffer.concat(message));
+    this.events.onInput?.(kind, true);
+  }
+
+  private *clientStream(): ParserGenerator {
+    const s = this.state;
+    if (!this.options.preAuthenticated) {
+      const version = yield* read(12);
+      const parsed = parseProtocolVersion(version);
+      s.clientVersion = parsed.text;
+      s.minor = flowForVersion(parsed.major, parsed.minor);
+      this.options.toServer(version);
+
+      if (s.minor >= 7) {
+        yield* waitUntil(() => s.offeredSecurity !== undefined);
+        const choice = yield* read(1);
+        if (!(s.offeredSecurity as number[]).includes(choice[0])) throw protocolError(`client chose security type ${choice[0]}, which was not offered`);
+        s.securityType = choice[0];
+        this.options.toServer(choice);
+      } else {
+        yield* waitUntil(() => s.securityType !== undefined);
+      }
+      if (s.securityType === SECURITY_VNC_AUTH) this.options.toServer(yield* read(16)); // DES response
+    }
+    const clientInit = yield* read(1);
+    s.clientInitDone = true;
+    this.options.toServer(clientInit);
+
+    for (;;) {
+      const type = yield* read(1);
+      const at = this.client.firstByteAt;
+      switch (type[0]) {
+        case 0: {
+          const body = yield* read(19); // 3 padding + PIXEL_FORMAT
+          const pf = parsePixelFormat(body, 3);
+          if (!isValidBpp(pf.bitsPerPixel)) throw protocolError(`SetPixelFormat with ${pf.bitsPerPixel} bits per pixel`);
+          s.pendingPixelFormat = pf;
+          this.options.toServer(Buffer.concat([type, body]));
+          break;
+        }
+        case 2: {
+          const head = yield* read(3); // padding, u16 count
+          const count = head.readUInt16BE(1);
+          const list = yield* read(4 * count);
+          const requested: number[] = [];
+          for (let i = 0; i < count; i++) requested.push(list.readInt32BE(4 * i));
+          const kept = requested.filter(proxySupportsEncoding);
+          const out = Buffer.alloc(4 + 4 * kept.length);
+          out[0] = 2;
+          out.writeUInt16BE(kept.length, 2);
+          kept.forEach((e, i) => out.writeInt32BE(e, 4 + 4 * i));
+          s.encodings = kept;
+          for (const e of kept) s.everNegotiated.add(e);
+          this.options.toServer(out);
+          this.events.onEncodings?.(requested, kept);
+          break;
+        }
+        case 3: {
+          const body = yield* read(9);
+          this.events.onUpdateRequest?.({
+            incremental: body[0] !== 0,
+            x: body.readUInt16BE(1),
+            y: body.readUInt16BE(3),
+            width: body.readUInt16BE(5),
+            height: body.readUInt16BE(7),
+            at,
+          });
+          this.options.toServer(Buffer.concat([type, body]));
+          break;
+        }
+        case 4:
+          this.input('key', [type, yield* read(7)]);
+          break;
+        case 5:
+          this.input('pointer', [type, yield* read(5)]);
+          break;
+        case 6: {
+          const head = yield* read(7); // 3 padding, u32 length
+          const length = head.readUInt32BE(3);
+          if (length >= 0x80000000) throw protocolError('extended clipboard message, but the extension was not negotiated');
+          if (this.options.viewOnly) {
+            yield* skip(length);
+            this.events.onInput?.('clipboard', false);
+          } else {
+            this.options.toServer(Buffer.concat([type, head]));
+            yield* pass(length); // streamed, not buffered
+            this.events.onInput?.('clipboard', true);
+          }
+          break;
+        }
+        case 251: {
+          // SetDesktopSize (ExtendedDesktopSize): padding, w, h, number-of-screens, padding, 16 per screen
+          const head = yield* read(7);
+          const screens = yield* read(16 * head[5]);
+          this.input('resize', [type, head, screens]);
+          break;
+        }
+        case 255: {
+          const subtype = yield* read(1);
+          if (subtype[0] !== 0) throw protocolError(`unsupported QEMU client message subtype ${subtype[0]}`);
+          this.input('key', [type, subtype, yield* read(10)]); // QEMU extended key event
+          break;
+        }
+        default:
+          throw protocolError(`unknown client message type ${type[0]}`);
+      }
+    }
+  }
+}

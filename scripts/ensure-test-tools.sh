@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Ensure the X tools the stream e2e test (test/e2e/stream-rfb.e2e-spec.ts) needs are installed:
+#   Xvfb (xvfb), x11vnc (x11vnc), xsetroot (x11-xserver-utils).
+#  - fast path: all binaries present -> exit 0 without touching apt
+#  - otherwise apt-installs the missing Debian packages (needs root or passwordless sudo)
+set -euo pipefail
+
+SCRIPT_DIR="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source-path=SCRIPTDIR source=lib/common.sh
+. "$SCRIPT_DIR/lib/common.sh"
+
+missing=()
+have Xvfb || missing+=(xvfb)
+have x11vnc || missing+=(x11vnc)
+have xsetroot || missing+=(x11-xserver-utils)
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  log "Xvfb, x11vnc and xsetroot are installed"
+  exit 0
+fi
+
+with_lock apt 600
+apt_install "${missing[@]}"
+
+for bin in Xvfb x11vnc xsetroot; do
+  have "$bin" || die "$bin still missing after installing ${missing[*]}"
+done
+log "installed: ${missing[*]}"
