@@ -44,6 +44,13 @@ export class TestApi {
     return api;
   }
 
+  /** Listens on an ephemeral loopback port (websockets need a real server); answers the base url. */
+  async listen(): Promise<string> {
+    await this.app.listen(0, '127.0.0.1');
+    const address = this.app.getHttpServer().address() as { port: number };
+    return `http://127.0.0.1:${address.port}`;
+  }
+
   async startWorker(overrides: Partial<AppConfig> = {}): Promise<void> {
     this.worker = await createWorker({ ...this.settings, ...overrides });
   }

@@ -9,14 +9,17 @@ import { SettingsModule } from '@ws/settings';
 import { UsersModule } from '@ws/users';
 import { WorkspacesModule } from '@ws/workspaces/workspaces.module';
 import { ZonesModule } from '@ws/zones/zones.module';
+import { ClientConnectController } from './client/client-connect.controller';
 import { ClientLoginController } from './client/client-login.controller';
 import { ClientSessionController } from './client/client-session.controller';
 import { ApiExceptionFilter } from './errors/api-exception.filter';
+import { GatewayModule } from './gateway/gateway.module';
 import { HealthController } from './health.controller';
 import { GroupsController } from './public-api/groups.controller';
 import { ImagesController } from './public-api/images.controller';
 import { SessionTokensController } from './public-api/session-tokens.controller';
 import { UsersController } from './public-api/users.controller';
+import { WorkspaceStreamsController } from './public-api/workspace-streams.controller';
 import { WorkspacesController } from './public-api/workspaces.controller';
 
 @Module({})
@@ -24,8 +27,8 @@ export class AppModule {
   static forRoot(overrides: Partial<AppConfig> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, WorkspacesModule, ZonesModule, ServersModule],
-      controllers: [UsersController, GroupsController, SessionTokensController, WorkspacesController, ImagesController, ClientLoginController, ClientSessionController, HealthController],
+      imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, WorkspacesModule, ZonesModule, ServersModule, GatewayModule],
+      controllers: [UsersController, GroupsController, SessionTokensController, WorkspacesController, WorkspaceStreamsController, ImagesController, ClientLoginController, ClientSessionController, ClientConnectController, HealthController],
       providers: [
         { provide: APP_GUARD, useClass: OperationGuard },
         { provide: APP_FILTER, useClass: ApiExceptionFilter },

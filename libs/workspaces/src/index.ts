@@ -7,3 +7,5 @@ export * from './user-deletion.service';
 export * from './placement';
 export * from './workspaces.module';
 export * from './dto/workspace.requests';
+export * from './workspace-access.service';
+export * from './stream-stats.service';

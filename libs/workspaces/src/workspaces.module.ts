@@ -11,10 +11,12 @@ import { Workspace } from './workspace.entity';
 import { WorkspaceRuntime } from './workspace-runtime.service';
 import { WorkspaceTeardown } from './workspace-teardown.service';
 import { WorkspacesService } from './workspaces.service';
+import { WorkspaceAccess } from './workspace-access.service';
+import { StreamStatsService } from './stream-stats.service';
 
 @Module({
   imports: [TypeOrmModule.forFeature([Workspace, Server, Zone, SessionToken]), UsersModule, ImagesModule, AgentModule],
-  providers: [WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime],
-  exports: [WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, UsersModule, ImagesModule, AgentModule],
+  providers: [WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService],
+  exports: [WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, UsersModule, ImagesModule, AgentModule],
 })
 export class WorkspacesModule {}

@@ -9,18 +9,21 @@ import { Image } from '@ws/images/image.entity';
 import { ImagesService } from '@ws/images/images.service';
 import { JobProducer, jobId } from '@ws/queue';
 import { Server } from '@ws/servers/server.entity';
+import { toApiError as toStreamApiError } from '@ws/stream/errors';
+import { captureJpeg } from '@ws/stream/screenshot';
 import { SettingsService } from '@ws/settings/settings.service';
 import { SessionToken } from '@ws/users/session-token.entity';
 import { IssuedToken, SessionTokensService } from '@ws/users/session-tokens.service';
 import { UsersService } from '@ws/users/users.service';
 import { Zone } from '@ws/zones/zone.entity';
-import type { ExecCommandRequest, OwnedWorkspaceRef, RequestWorkspaceRequest, WorkspaceStatusRequest } from './dto/workspace.requests';
+import type { ExecCommandRequest, JoinWorkspaceRequest, OwnedWorkspaceRef, ScreenshotRequest, RequestWorkspaceRequest, WorkspaceStatusRequest } from './dto/workspace.requests';
 import { reserveServer } from './placement';
 import { LIVE_STATUSES, Workspace } from './workspace.entity';
-import { connectPath, operationalStatus, toWorkspaceListItem, toWorkspaceResponse } from './workspace.mappers';
+import { connectPath, joinPath, operationalStatus, toWorkspaceListItem, toWorkspaceResponse } from './workspace.mappers';
 import { WorkspaceTeardown } from './workspace-teardown.service';
 
 const now = () => new Date();
+const SCREENSHOT_SETTLE_MAX_MS = 900;
 
 /** The workspace operations of the developer API. Slow work (containers) is the worker's; this decides and records. */
 @Injectable()
@@ -94,6 +97,26 @@ export class WorkspacesService {
     return { current_time: formatTimestamp(now()), workspace_url: link, workspace: toWorkspaceResponse(workspace, settings.clientSettings) };
   }
 
+  /** join_workspace: a view-only link to a shared workspace, for an existing or a new anonymous user. */
+  async join(body: JoinWorkspaceRequest) {
+    const workspace = /^[0-9a-f]{32}$/.test(body.share_id)
+      ? await this.workspaces.findOne({ where: { shareId: body.share_id, status: In(LIVE_STATUSES) }, relations: { image: { attributes: true }, server: true } })
+      : null;
+    if (!workspace) throw ApiError.invalidId('share_id', body.share_id);
+    if (!workspace.sharingEnabled) throw new ApiError(ErrorCode.InvalidState, 'Sharing is not enabled for this workspace');
+    const user = body.user_id !== undefined ? await this.users.findActive(body.user_id) : await this.users.createAnonymous();
+    const issued = await this.tokens.create(toWireId(user.id), { view_only: true, workspace_id: workspace.id });
+    const settings = await this.settingsFor(workspace.userId as string);
+    return {
+      current_time: formatTimestamp(now()),
+      session_token: issued.jwt,
+      user_id: toWireId(user.id),
+      username: user.username,
+      workspace: { ...toWorkspaceResponse(workspace, settings.clientSettings), user: { username: user.username } },
+      workspace_url: joinPath(workspace.shareId, user.id, issued.jwt),
+    };
+  }
+
   async destroy(body: OwnedWorkspaceRef): Promise<void> {
     const workspace = await this.findLive(body.workspace_id, body.user_id);
     await this.teardown.destroy(workspace.id, 'requested');
@@ -151,6 +174,31 @@ export class WorkspacesService {
       current_time: formatTimestamp(now()),
       ...(result ? { exit_code: result.exitCode, stdout: result.stdout, stderr: result.stderr, output_truncated: result.truncated } : {}),
     };
+  }
+
+  /** get_workspace_screenshot: the live framebuffer, read over RFB, as JPEG `width` wide (aspect kept). */
+  async screenshot(body: ScreenshotRequest): Promise<Buffer> {
+    const workspace = await this.findRunning(body.workspace_id, body.user_id);
+    const server = workspace.server as Server;
+    try {
+      // x11vnc sends what changed while nobody watched about half a second after a fresh connection: wait for
+      // that, but no longer than SCREENSHOT_SETTLE_MAX_MS on a desktop that never stops changing.
+      const shot = await captureJpeg(server.publishHost, workspace.hostPorts.vnc, {
+        width: body.width ?? 300, password: workspace.token, timeoutMs: 15_000, settleMs: 600, maxSettleMs: SCREENSHOT_SETTLE_MAX_MS,
+      });
+      return shot.jpeg;
+    } catch (err) {
+      throw toStreamApiError(err) ?? agentFailure(err, server);
+    }
+  }
+
+  /** A running workspace with a published VNC port. */
+  async findRunning(workspaceId: string, userId?: string): Promise<Workspace> {
+    const workspace = await this.findLive(workspaceId, userId);
+    if (workspace.status !== 'running' || !workspace.server || !workspace.hostPorts.vnc) {
+      throw new ApiError(ErrorCode.InvalidState, `Workspace (${workspaceId}) is not running (${operationalStatus(workspace.status)})`);
+    }
+    return workspace;
   }
 
   /** A live workspace with image and server; `userId`, when given, must be its owner. */

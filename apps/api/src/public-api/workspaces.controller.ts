@@ -1,6 +1,6 @@
 import { Body, Controller } from '@nestjs/common';
 import { Operation } from '@ws/auth';
-import { ExecCommandRequest, OwnedWorkspaceRef, RequestWorkspaceRequest, WorkspaceRef, WorkspacesService, WorkspaceStatusRequest } from '@ws/workspaces';
+import { ExecCommandRequest, JoinWorkspaceRequest, OwnedWorkspaceRef, RequestWorkspaceRequest, WorkspaceRef, WorkspacesService, WorkspaceStatusRequest } from '@ws/workspaces';
 
 @Controller('api/public')
 export class WorkspacesController {
@@ -14,6 +14,11 @@ export class WorkspacesController {
   @Operation('get_workspace_status')
   status(@Body() body: WorkspaceStatusRequest) {
     return this.workspaces.status(body);
+  }
+
+  @Operation('join_workspace')
+  join(@Body() body: JoinWorkspaceRequest) {
+    return this.workspaces.join(body);
   }
 
   @Operation('destroy_workspace')

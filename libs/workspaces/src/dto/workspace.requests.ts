@@ -80,3 +80,18 @@ export class ExecCommandRequest extends OwnedWorkspaceRef {
   @Settable() @IsBoolean() wait?: boolean;
   @IsOptional() @IsInt() @Min(1) @Max(600) timeout_seconds?: number;
 }
+
+export class JoinWorkspaceRequest {
+  @IsString() @IsNotEmpty() share_id!: string;
+  @IsOptional() @IsString() @IsNotEmpty() user_id?: string;
+}
+
+export class WorkspaceClientRequest extends OwnedWorkspaceRef {
+  /** none: server side only; auto: the owner's clients (default); all: every client; or one client id. */
+  @IsOptional() @IsString() @MaxLength(64) client?: string;
+}
+
+export class ScreenshotRequest extends OwnedWorkspaceRef {
+  @IsOptional() @IsInt() @Min(1) @Max(4096) width?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(4096) height?: number;
+}

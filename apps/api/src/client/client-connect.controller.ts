@@ -1,0 +1,68 @@
+import { Body, Controller, HttpCode, Post, Res } from '@nestjs/common';
+import { IsOptional, IsString, Length } from 'class-validator';
+import type { FastifyReply } from 'fastify';
+import { PublicRoute } from '@ws/auth';
+import { ApiError, AppConfig, ErrorCode, toWireId } from '@ws/common';
+import { SettingsService } from '@ws/settings';
+import { UsersService } from '@ws/users';
+import { operationalStatus, streamPath, WorkspaceAccess, WorkspacesService } from '@ws/workspaces';
+
+class ConnectRequest {
+  @IsString() @Length(1, 8192) session_jwt!: string;
+  @IsOptional() @IsString() @Length(1, 64) workspace_id?: string;
+  @IsOptional() @IsString() @Length(1, 64) share_id?: string;
+}
+
+export const STREAM_COOKIE = 'ws_stream';
+
+/** Cookie attributes by the global setting Same Site Cookie Policy (None needs Secure, or browsers drop it). */
+export function streamCookie(jwt: string, policy: string, secure: boolean): string {
+  const attributes = [`${STREAM_COOKIE}=${jwt}`, 'Path=/api/stream', 'HttpOnly', `SameSite=${policy}`, 'Max-Age=86400'];
+  if (secure || policy === 'None') attributes.push('Secure');
+  return attributes.join('; ');
+}
+
+/**
+ * The browser client's first call for a workspace or join link: who the link is for, the workspace's state,
+ * and (with a cookie scoped to the stream path) the right to open its stream.
+ */
+@Controller('api/client')
+export class ClientConnectController {
+  constructor(
+    private readonly access: WorkspaceAccess,
+    private readonly workspaces: WorkspacesService,
+    private readonly users: UsersService,
+    private readonly settings: SettingsService,
+    private readonly config: AppConfig,
+  ) {}
+
+  @Post('connect')
+  @HttpCode(200)
+  @PublicRoute()
+  async connect(@Body() body: ConnectRequest, @Res({ passthrough: true }) reply: FastifyReply) {
+    if ((body.workspace_id === undefined) === (body.share_id === undefined)) {
+      throw new ApiError(ErrorCode.InvalidRequest, 'Send exactly one of workspace_id and share_id');
+    }
+    const grant = await this.access.authorize(body.session_jwt, body.share_id !== undefined ? { shareId: body.share_id } : { workspaceId: body.workspace_id as string });
+    const { workspace } = grant;
+    const [user, settings, policy] = await Promise.all([
+      this.users.find(toWireId(grant.userId)),
+      this.workspaces.settingsFor(workspace.userId as string),
+      this.settings.get<string>('same_site_cookie_policy'),
+    ]);
+    void reply.header('set-cookie', streamCookie(body.session_jwt, policy, this.config.PUBLIC_BASE_URL.startsWith('https:')));
+    return {
+      workspace_id: toWireId(workspace.id),
+      user_id: toWireId(user.id),
+      username: user.username,
+      view_only: grant.viewOnly,
+      operational_status: operationalStatus(workspace.status),
+      operational_progress: workspace.operationalProgress,
+      operational_message: workspace.operationalMessage,
+      stream_path: `/${streamPath(workspace.id, 'vnc')}`,
+      client_settings: settings.clientSettings,
+      x_res: workspace.image?.xRes ?? null,
+      y_res: workspace.image?.yRes ?? null,
+    };
+  }
+}

@@ -1,0 +1,172 @@
+import type { IncomingMessage, Server as HttpServer } from 'node:http';
+import { connect, Socket } from 'node:net';
+import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import { InjectRepository } from '@nestjs/typeorm';
+import { MoreThan, Repository } from 'typeorm';
+import { WebSocketServer } from 'ws';
+import { ApiError, ErrorCode, httpStatusFor } from '@ws/common';
+import { PgNotifications } from '@ws/database/pg-notifications';
+import { RedisConnections } from '@ws/queue';
+import { RfbSession, RfbSessionRegistry } from '@ws/stream/rfb-proxy';
+import { SessionToken } from '@ws/users/session-token.entity';
+import { STREAM_STATS_TTL_SECONDS, streamStatsKey, StreamSnapshot, WorkspaceAccess } from '@ws/workspaces';
+import { STREAM_COOKIE } from '../client/client-connect.controller';
+import { authenticateToServer, greetBrowser } from './rfb-handshakes';
+
+const STREAM_PATH = /^\/api\/stream\/([0-9a-fA-F-]{32,36})\/vnc$/;
+const HANDSHAKE_TIMEOUT_MS = 10_000;
+const STATS_INTERVAL_MS = 1000;
+
+interface Connection {
+  session: RfbSession;
+  workspaceId: string;
+  sessionTokenId: string;
+}
+
+/**
+ * Bridges a browser's websocket to its workspace's VNC server. Admits only a live session token of the
+ * owner (or a view-only token from join_workspace); authenticates to the VNC server itself, so the browser
+ * never sees the VNC password; enforces view-only in the protocol; closes connections whose session token
+ * is revoked; and publishes each connection's measurements to Redis for the stats operations.
+ */
+@Injectable()
+export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger(StreamGateway.name);
+  private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: 16 * 1024 * 1024 });
+  readonly registry = new RfbSessionRegistry();
+  private readonly connections = new Set<Connection>();
+  private statsTimer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly adapterHost: HttpAdapterHost,
+    private readonly access: WorkspaceAccess,
+    private readonly notifications: PgNotifications,
+    private readonly redis: RedisConnections,
+    @InjectRepository(SessionToken) private readonly tokens: Repository<SessionToken>,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    const server = this.adapterHost.httpAdapter.getHttpServer() as HttpServer;
+    server.on('upgrade', (request: IncomingMessage, socket: Socket, head: Buffer) => void this.upgrade(request, socket, head));
+    await this.notifications.subscribe('session_token_changed', (id) => void this.recheck((c) => c.sessionTokenId === id));
+    this.notifications.onReset(() => void this.recheck(() => true));
+    this.statsTimer = setInterval(() => void this.publishStats(), STATS_INTERVAL_MS);
+    this.statsTimer.unref();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    if (this.statsTimer) clearInterval(this.statsTimer);
+    for (const c of this.connections) c.session.close('the server is shutting down', 'proxy');
+    this.wss.close();
+  }
+
+  private async upgrade(request: IncomingMessage, socket: Socket, head: Buffer): Promise<void> {
+    const url = new URL(request.url ?? '/', 'http://gateway');
+    const match = STREAM_PATH.exec(url.pathname);
+    if (!match) return reject(socket, 404, 'Unknown stream');
+    let vnc: Socket | null = null;
+    try {
+      assertSameOrigin(request);
+      const jwt = cookie(request.headers.cookie, STREAM_COOKIE) ?? url.searchParams.get('token');
+      if (!jwt) throw new ApiError(ErrorCode.Unauthenticated, 'No session: open the workspace link first');
+      const grant = await this.access.authorizeStream(jwt, match[1]);
+      const { workspace } = grant;
+      const port = workspace.hostPorts.vnc;
+      if (workspace.status !== 'running' || !workspace.server || !port) {
+        throw new ApiError(ErrorCode.InvalidState, `Workspace (${match[1]}) is not running`);
+      }
+      vnc = await openTcp(workspace.server.publishHost, port, HANDSHAKE_TIMEOUT_MS);
+      await authenticateToServer(vnc, workspace.token, HANDSHAKE_TIMEOUT_MS);
+      const server = vnc;
+      this.wss.handleUpgrade(request, socket, head, (ws) => {
+        greetBrowser(ws, HANDSHAKE_TIMEOUT_MS)
+          .then(() => {
+            const session = new RfbSession(ws, server, { preAuthenticated: true, viewOnly: grant.viewOnly, workspaceId: workspace.id, userId: grant.userId });
+            const connection: Connection = { session, workspaceId: workspace.id, sessionTokenId: grant.sessionTokenId };
+            this.connections.add(connection);
+            this.registry.add(workspace.id, session);
+            session.onClose(() => {
+              this.connections.delete(connection);
+              void this.redis.shared().hdel(this.redis.key(streamStatsKey(workspace.id)), session.id).catch(() => undefined);
+            });
+          })
+          .catch((err: Error) => {
+            server.destroy();
+            ws.close(1002, err.message.slice(0, 120));
+          });
+      });
+    } catch (err) {
+      vnc?.destroy();
+      if (err instanceof ApiError) return reject(socket, httpStatusFor(err.code), err.message);
+      this.logger.warn(`stream ${match[1]}: ${(err as Error).message}`);
+      return reject(socket, 502, `The workspace's desktop did not answer: ${(err as Error).message}`);
+    }
+  }
+
+  /** Closes connections whose session token no longer exists or has expired. */
+  private async recheck(which: (c: Connection) => boolean): Promise<void> {
+    for (const connection of [...this.connections].filter(which)) {
+      const live = await this.tokens.existsBy({ id: connection.sessionTokenId, expiresAt: MoreThan(new Date()) }).catch(() => true);
+      if (!live) connection.session.close('the session was logged out', 'proxy');
+    }
+  }
+
+  private async publishStats(): Promise<void> {
+    if (this.connections.size === 0) return;
+    const pipeline = this.redis.shared().pipeline();
+    for (const { session, workspaceId } of this.connections) {
+      const snapshot: StreamSnapshot = { stats: session.stats(), bottleneck: session.bottleneck(), at: Date.now() };
+      const key = this.redis.key(streamStatsKey(workspaceId));
+      pipeline.hset(key, session.id, JSON.stringify(snapshot)).expire(key, STREAM_STATS_TTL_SECONDS);
+    }
+    await pipeline.exec().catch((err: Error) => this.logger.warn(`stream stats: ${err.message}`));
+  }
+}
+
+function reject(socket: Socket, status: number, message: string): void {
+  const body = JSON.stringify({ error_message: message });
+  socket.end(`HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : status === 403 ? 'Forbidden' : 'Error'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+}
+
+/** A browser's websocket must come from a page of this host (the stream cookie may be SameSite=None). */
+function assertSameOrigin(request: IncomingMessage): void {
+  const origin = request.headers.origin;
+  if (!origin) return; // not a browser
+  let host: string;
+  try {
+    host = new URL(origin).host;
+  } catch {
+    throw new ApiError(ErrorCode.Forbidden, 'Invalid Origin');
+  }
+  if (host !== request.headers.host) throw new ApiError(ErrorCode.Forbidden, 'Streams may only be opened from pages of this service');
+}
+
+function cookie(header: string | undefined, name: string): string | null {
+  for (const part of (header ?? '').split(';')) {
+    const [key, ...rest] = part.trim().split('=');
+    if (key === name) return rest.join('=');
+  }
+  return null;
+}
+
+function openTcp(host: string, port: number, timeoutMs: number): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host, port });
+    socket.setNoDelay(true);
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`connecting to ${host}:${port} timed out`));
+    }, timeoutMs);
+    socket.once('connect', () => {
+      clearTimeout(timer);
+      socket.off('error', reject);
+      resolve(socket);
+    });
+    socket.once('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+  });
+}
+
