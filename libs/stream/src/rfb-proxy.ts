@@ -369,7 +369,10 @@ export class RfbSession {
   private sendToClient(chunk: Buffer): void {
     if (this.closeInfo || this.ws.readyState !== WebSocket.OPEN) return;
     this.bytesToClient += chunk.length;
-    this.ws.send(chunk, { binary: true });
+    // Sends made above lowWater report their completion, so a pause ends as soon as the backlog is down to
+    // lowWater (an event, not the poll: a fast link would idle between polls).
+    const watch = this.ws.bufferedAmount + chunk.length > this.lowWater;
+    this.ws.send(chunk, { binary: true }, watch ? this.onSentWhilePaused : undefined);
     if (!this.paused && this.ws.bufferedAmount > this.highWater) {
       this.paused = true;
       this.pausedSince = performance.now();
@@ -379,6 +382,11 @@ export class RfbSession {
     }
   }
 
+  private readonly onSentWhilePaused = (): void => {
+    if (this.paused && !this.closeInfo && this.ws.bufferedAmount <= this.lowWater) this.pollDrain();
+  };
+
+  /** Resumes reading once the backlog is down to lowWater; the timer only catches a browser that stalls. */
   private pollDrain(): void {
     if (!this.paused || this.closeInfo) return;
     const now = performance.now();
