@@ -5,6 +5,8 @@ cd "$(dirname "$0")/.."
 [ -d node_modules ] || npm ci --no-audit --no-fund
 bash scripts/ensure-services.sh
 bash scripts/ensure-docker.sh
+# websockify is the baseline of the stream gateway benchmark (Debian's package).
+command -v websockify >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends websockify >/dev/null; }
 WS_TEST_DESKTOP_IMAGE=$(bash scripts/build-desktop-image.sh | tail -1)
 export WS_TEST_DESKTOP_IMAGE
 npm run --silent build
