@@ -3,3 +3,4 @@ export * from './database.module';
 export { dataSourceOptions } from './data-source';
 export { PgNotifications } from './pg-notifications';
 export { migrate, ensureDatabase, dropDatabase } from './migrate';
+export { findByRef } from './find-by-ref';

@@ -3,6 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { EntityManager, In, Repository } from 'typeorm';
 import { AccessService, Caller } from '@ws/auth';
 import { ApiError, ErrorCode, parseId } from '@ws/common';
+import { findByRef } from '@ws/database/find-by-ref';
 import { DEFAULT_CLIENT_SETTINGS } from './group-settings';
 import { Group, SystemGroup, UsageInterval, UserGroup } from './group.entity';
 
@@ -31,11 +32,8 @@ export class GroupsService {
     return group;
   }
 
-  async findByRef(ref: string): Promise<Group> {
-    const id = parseId(ref);
-    const group = await this.groups.findOneBy(id ? { id } : { name: ref });
-    if (!group) throw ApiError.invalidId('group', ref);
-    return group;
+  findByRef(ref: string): Promise<Group> {
+    return findByRef(this.groups, ref, 'name', 'group');
   }
 
   list(): Promise<Group[]> {

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, Repository } from 'typeorm';
 import { ApiError, ErrorCode, newId, parseId } from '@ws/common';
+import { findByRef } from '@ws/database/find-by-ref';
 import { ExecConfig, Image, ImageAttribute } from './image.entity';
 
 export interface ImageDefinition {
@@ -46,11 +47,8 @@ export class ImagesService {
     return image;
   }
 
-  async findByRef(ref: string): Promise<Image> {
-    const id = parseId(ref);
-    const image = await this.images.findOne({ where: id ? { id } : { friendlyName: ref }, relations: { attributes: true } });
-    if (!image) throw ApiError.invalidId('image', ref);
-    return image;
+  findByRef(ref: string): Promise<Image> {
+    return findByRef(this.images, ref, 'friendlyName', 'image', { attributes: true });
   }
 
   /** Creates or updates (by friendly name) an image with its port map. */

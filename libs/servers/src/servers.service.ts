@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, Repository } from 'typeorm';
 import { DockerHosts } from '@ws/agent/docker-hosts';
-import { ApiError, ErrorCode, newId, parseId } from '@ws/common';
+import { ApiError, ErrorCode, newId } from '@ws/common';
+import { findByRef } from '@ws/database/find-by-ref';
 import { Workspace } from '@ws/workspaces/workspace.entity';
 import { Zone } from '@ws/zones/zone.entity';
 import { Server } from './server.entity';
@@ -36,11 +37,8 @@ export class ServersService {
     return this.servers.find({ relations: { zone: true }, order: { hostname: 'ASC' } });
   }
 
-  async findByRef(ref: string): Promise<Server> {
-    const id = parseId(ref);
-    const server = await this.servers.findOneBy(id ? { id } : { hostname: ref });
-    if (!server) throw ApiError.invalidId('server', ref);
-    return server;
+  findByRef(ref: string): Promise<Server> {
+    return findByRef(this.servers, ref, 'hostname', 'server');
   }
 
   /** Adds or updates (by hostname) a server; capacity defaults to what the Docker host reports. */

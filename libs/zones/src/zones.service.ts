@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
-import { ApiError, newId, parseId, toWireId } from '@ws/common';
+import { newId, toWireId } from '@ws/common';
+import { findByRef } from '@ws/database/find-by-ref';
 import { Zone } from './zone.entity';
 
 export const DEFAULT_ZONE = 'default';
@@ -14,11 +15,8 @@ export class ZonesService {
     return this.zones.find({ order: { name: 'ASC' } });
   }
 
-  async findByRef(ref: string): Promise<Zone> {
-    const id = parseId(ref);
-    const zone = await this.zones.findOneBy(id ? { id } : { name: ref });
-    if (!zone) throw ApiError.invalidId('zone', ref);
-    return zone;
+  findByRef(ref: string): Promise<Zone> {
+    return findByRef(this.zones, ref, 'name', 'zone');
   }
 
   /** The zone by name, made when missing. */

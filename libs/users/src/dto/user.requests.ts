@@ -4,8 +4,8 @@ import { IsBoolean, IsDefined, IsNotEmpty, IsObject, IsOptional, IsString, Lengt
 
 const TEXT = 1024;
 
-export class NewUserFields {
-  @IsString() @Length(1, 255) username!: string;
+/** Profile fields a user is created with and that update_user may change. */
+class UserProfileFields {
   @IsOptional() @IsString() @MaxLength(TEXT) first_name?: string | null;
   @IsOptional() @IsString() @MaxLength(TEXT) last_name?: string | null;
   @Settable() @IsBoolean() locked?: boolean;
@@ -14,6 +14,10 @@ export class NewUserFields {
   @IsOptional() @IsString() @MaxLength(TEXT) phone?: string | null;
   @IsOptional() @IsString() @MaxLength(TEXT * 8) notes?: string | null;
   @Settable() @IsString() @Length(1, 1024) password?: string;
+}
+
+export class NewUserFields extends UserProfileFields {
+  @IsString() @Length(1, 255) username!: string;
 }
 
 export class CreateUserRequest {
@@ -38,16 +42,9 @@ export class TargetUserRequest {
   @IsDefined() @IsObject() @ValidateNested() @Type(() => UserRef) target_user!: UserRef;
 }
 
-export class UserChanges extends UserRef {
+export class UserChanges extends UserProfileFields {
+  @IsString() @IsNotEmpty() user_id!: string;
   @Settable() @IsString() @Length(1, 255) username?: string;
-  @IsOptional() @IsString() @MaxLength(TEXT) first_name?: string | null;
-  @IsOptional() @IsString() @MaxLength(TEXT) last_name?: string | null;
-  @Settable() @IsBoolean() locked?: boolean;
-  @Settable() @IsBoolean() disabled?: boolean;
-  @IsOptional() @IsString() @MaxLength(TEXT) organization?: string | null;
-  @IsOptional() @IsString() @MaxLength(TEXT) phone?: string | null;
-  @IsOptional() @IsString() @MaxLength(TEXT * 8) notes?: string | null;
-  @Settable() @IsString() @Length(1, 1024) password?: string;
 }
 
 export class UpdateUserRequest {
