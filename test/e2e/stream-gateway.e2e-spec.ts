@@ -126,6 +126,13 @@ describe('stream gateway, screenshots and live statistics', () => {
         analysis: expect.any(Number), screenshot: 0, encoding_total: expect.any(Number), videoscaling: 0,
         tightjpegencoder: { time: expect.any(Number), count: expect.any(Number), area: expect.any(Number) }, tightwebpencoder: { time: 0, count: 0, area: 0 },
       });
+      // The figures move while the desktop changes and the client keeps asking for it.
+      await api.call('exec_command_workspace', admin, { workspace_id: workspace.workspace_id, exec_config: { cmd: "DISPLAY=:1 xsetroot -solid '#aa3300'" }, wait: true });
+      await waitFor('the frame stats to change', async () => {
+        await rfb.update({ incremental: false, timeoutMs: 5000 });
+        const res = await api.call('get_workspace_frame_stats', key, { workspace_id: workspace.workspace_id, user_id: userId });
+        return res.body.encoding_total > stats.encoding_total ? res.body : undefined;
+      }, 30_000, 200);
       const clientId = stats.clients[0].client;
       expect((await api.call('get_workspace_frame_stats', key, { workspace_id: workspace.workspace_id, client: 'none' })).body.clients).toEqual([]);
       expect((await api.call('get_workspace_frame_stats', key, { workspace_id: workspace.workspace_id, client: clientId })).body.clients[0].client).toBe(clientId);

@@ -1,4 +1,4 @@
-import { Module } from '@nestjs/common';
+import { DynamicModule, Module } from '@nestjs/common';
 import { AuthModule } from '@ws/auth';
 import { ConfigModule } from '@ws/common';
 import { DatabaseModule } from '@ws/database';
@@ -8,6 +8,10 @@ import { SettingsModule } from '@ws/settings';
 import { WorkspacesModule } from '@ws/workspaces';
 import { ZonesModule } from '@ws/zones';
 
-/** What the operator's commands need: no HTTP, no queue workers. */
-@Module({ imports: [ConfigModule.forRoot(), DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule, ZonesModule, ServersModule] })
-export class CliModule {}
+/** What the operator's commands need: no HTTP, no queue workers. Configuration is read when it is built. */
+@Module({})
+export class CliModule {
+  static forRoot(): DynamicModule {
+    return { module: CliModule, imports: [ConfigModule.forRoot(), DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule, ZonesModule, ServersModule] };
+  }
+}

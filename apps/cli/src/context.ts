@@ -6,12 +6,14 @@ let context: Promise<INestApplicationContext> | null = null;
 
 /** The application context, made on first use so `--help` needs no database. */
 export async function service<T>(type: Type<T>): Promise<T> {
-  context ??= NestFactory.createApplicationContext(CliModule, { logger: ['error'] });
+  context ??= NestFactory.createApplicationContext(CliModule.forRoot(), { logger: ['error'], abortOnError: false });
   return (await context).get(type);
 }
 
 export async function closeContext(): Promise<void> {
-  if (context) await (await context).close();
+  const current = context;
+  context = null;
+  if (current) await (await current).close();
 }
 
 /** Prints JSON with --json, else a compact human form. */
