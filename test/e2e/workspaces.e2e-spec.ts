@@ -142,6 +142,10 @@ describe('workspace lifecycle on a real Docker engine', () => {
     const full = await api.call('request_workspace', key, { user_id: userId, image_id: huge.id });
     expect(full.status).toBe(503);
     expect(full.body.error_message).toMatch(/^No resources are available/);
+    // An anonymous request that finds no room leaves no user behind.
+    const usersBefore = (await api.call('get_users', admin)).body.users.length;
+    expect((await api.call('request_workspace', key, { image_id: huge.id })).status).toBe(503);
+    expect((await api.call('get_users', admin)).body.users.length).toBe(usersBefore);
     const env = await api.call('request_workspace', key, { user_id: userId, image_id: imageId, environment: { VNC_PASSWORD: 'x' } });
     expect(env.status).toBe(400);
     expect(env.body.error_message).toBe('environment may not set VNC_PASSWORD; it is set by the service');

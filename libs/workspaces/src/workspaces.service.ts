@@ -14,6 +14,7 @@ import { captureJpeg } from '@ws/stream/screenshot';
 import { SettingsService } from '@ws/settings/settings.service';
 import { SessionToken } from '@ws/users/session-token.entity';
 import { IssuedToken, SessionTokensService } from '@ws/users/session-tokens.service';
+import { User } from '@ws/users/user.entity';
 import { UsersService } from '@ws/users/users.service';
 import { Zone } from '@ws/zones/zone.entity';
 import type { ExecCommandRequest, JoinWorkspaceRequest, OwnedWorkspaceRef, ScreenshotRequest, RequestWorkspaceRequest, WorkspaceStatusRequest } from './dto/workspace.requests';
@@ -52,32 +53,38 @@ export class WorkspacesService {
     if (body.enable_sharing && !settings.clientSettings.allow_workspace_sharing) {
       throw new ApiError(ErrorCode.Forbidden, 'Sharing is not allowed for this user (client setting allow_workspace_sharing)');
     }
-    const issued = await this.tokens.create(user.id);
+    const workspaceId = newId();
+    const issued = await this.tokens.create(toWireId(user.id), { workspace_id: workspaceId });
     const start = now();
     const profile = image.persistentProfilePath && body.persistent_profile_mode !== undefined ? body.persistent_profile_mode : null;
-    const workspace = await this.db.transaction(async (tx) => {
-      const server = await reserveServer(tx, image);
-      const row = tx.create(Workspace, {
-        id: newId(), userId: user.id, imageId: image.id, serverId: server.id, status: 'starting', operationalMessage: 'Waiting for a worker', operationalProgress: 0,
-        containerId: null, containerIp: null, hostPorts: {}, cores: image.cores, memory: image.memory, token: randomSecret(32), viewOnlyToken: randomSecret(32),
-        shareId: randomSecret(16), sharingEnabled: body.enable_sharing ?? false, environment: body.environment ?? {}, sessionTokenId: issued.token.id,
-        launchOptions: { clientLanguage: body.client_language, clientTimezone: body.client_timezone, workspaceUrl: body.workspace_url },
-        persistentProfileMode: profile, isPersistentProfile: profile !== null && profile !== 'Disabled',
-        startDate: start, keepaliveDate: start, expirationDate: addSeconds(start, settings.keepaliveExpiration), destroyedAt: null, destroyReason: null,
+    let workspace: Workspace;
+    try {
+      workspace = await this.db.transaction(async (tx) => {
+        const server = await reserveServer(tx, image);
+        return tx.save(Workspace, tx.create(Workspace, {
+          id: workspaceId, userId: user.id, imageId: image.id, serverId: server.id, status: 'starting', operationalMessage: 'Waiting for a worker', operationalProgress: 0,
+          containerId: null, containerIp: null, hostPorts: {}, cores: image.cores, memory: image.memory, token: randomSecret(32), viewOnlyToken: randomSecret(32),
+          shareId: randomSecret(16), sharingEnabled: body.enable_sharing ?? false, environment: body.environment ?? {}, sessionTokenId: issued.token.id,
+          launchOptions: { clientLanguage: body.client_language, clientTimezone: body.client_timezone, workspaceUrl: body.workspace_url },
+          persistentProfileMode: profile, isPersistentProfile: profile !== null && profile !== 'Disabled',
+          startDate: start, keepaliveDate: start, expirationDate: addSeconds(start, settings.keepaliveExpiration), destroyedAt: null, destroyReason: null,
+        }));
       });
-      return tx.save(Workspace, row);
-    });
+    } catch (err) {
+      // No workspace came of it: the token goes, and so does a user made only for this request.
+      await (user.anonymous ? this.db.getRepository(User).delete({ id: user.id }) : this.db.getRepository(SessionToken).delete({ id: issued.token.id }));
+      throw err;
+    }
     // After commit: a lost enqueue leaves a `starting` row that the reaper re-enqueues under the same job id.
     await this.jobs.enqueue('workspace.provision', { workspaceId: workspace.id }, { jobId: jobId.provision(workspace.id) });
-    const jwt = await this.tokens.renew(issued.token, { workspace_id: workspace.id });
     return {
       workspace_id: toWireId(workspace.id),
-      session_token: jwt.jwt,
+      session_token: issued.jwt,
       username: user.username,
       status: operationalStatus(workspace.status),
       share_id: workspace.shareId,
       user_id: toWireId(user.id),
-      workspace_url: connectPath(workspace.id, user.id, jwt.jwt),
+      workspace_url: connectPath(workspace.id, user.id, issued.jwt),
     };
   }
 
