@@ -18,6 +18,10 @@ export default tseslint.config(
     rules: { 'no-console': 'off' },
   },
   {
+    files: ['apps/web/**/*.js'],
+    languageOptions: { sourceType: 'module', globals: { window: 'readonly', document: 'readonly', location: 'readonly', sessionStorage: 'readonly', fetch: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', URLSearchParams: 'readonly', history: 'readonly', navigator: 'readonly', console: 'readonly', HTMLElement: 'readonly', Event: 'readonly', KeyboardEvent: 'readonly', AbortController: 'readonly', DOMException: 'readonly', URL: 'readonly', Node: 'readonly' } },
+  },
+  {
     files: ['**/*.js', '**/*.mjs'],
     rules: { '@typescript-eslint/no-require-imports': 'off' },
     languageOptions: { globals: { require: 'readonly', module: 'writable', process: 'readonly', console: 'readonly', __dirname: 'readonly' } },

@@ -3,12 +3,14 @@ import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify
 import { AppConfig, loadConfig } from '@ws/common';
 import { AppModule } from './app.module';
 import { configureFastify } from './http-setup';
+import { registerWebClient } from './web/web-client';
 
 /** Builds the api (used by main.ts and by the e2e tests, which pass their own database and prefix). */
 export async function createApi(overrides: Partial<AppConfig> = {}): Promise<NestFastifyApplication> {
   const config = Object.assign(loadConfig(), overrides);
   const adapter = new FastifyAdapter({ bodyLimit: config.MAX_BODY_BYTES, trustProxy: true });
   configureFastify(adapter.getInstance());
+  await registerWebClient(adapter.getInstance());
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(overrides), adapter, {
     bodyParser: false,
     abortOnError: false,

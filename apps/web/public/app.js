@@ -1,0 +1,320 @@
+// The browser client of workspace-server: routes, the connect flow and the page states.
+// Test hooks: document.body.dataset.state and window.__rfb (the noVNC RFB object while a session exists).
+import { errorMessage, NetworkError, postJson, sleep } from './api.js';
+import { parseLocation } from './route.js';
+import { openSession } from './session.js';
+import { h, progressBar, showPage } from './ui.js';
+
+const START_POLL_MS = 1000;
+const MAX_START_POLLS = 180;
+const MAX_STREAM_RETRIES = 3;
+const SESSION_STORAGE_KEY = 'workspace-server.session';
+const NOVNC = '/novnc/core/rfb.js';
+
+/** What the current route owns: aborted/closed when the route changes. */
+let current = null;
+let tipsShown = false;
+
+function run() {
+  if (current) {
+    current.controller.abort(new DOMException('route changed', 'AbortError'));
+    current.session?.close();
+  }
+  const controller = new AbortController();
+  const { route, flags } = parseLocation(location);
+  const mine = { controller, route, session: null, streamFailures: 0 };
+  current = mine;
+  const work = route.name === 'workspace' || route.name === 'join' ? connect(mine, route, flags)
+    : route.name === 'login' ? login(mine, route)
+      : Promise.resolve(landing());
+  work.catch((err) => {
+    if (controller.signal.aborted) return;
+    console.error(err);
+    showGenericError(err instanceof Error ? err.message : String(err), () => run());
+  });
+}
+
+function landing() {
+  document.title = 'workspace-server';
+  showPage({
+    state: 'landing',
+    title: 'workspace-server',
+    lead: 'Streamed desktops in your browser.',
+    detail: 'To open a workspace, use the link you were given.',
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Connect flow
+
+async function connect(mine, route, flags) {
+  const { signal } = mine.controller;
+  const body = route.name === 'join' ? { session_jwt: route.jwt, share_id: route.shareId } : { session_jwt: route.jwt, workspace_id: route.workspaceId };
+  const retry = () => run();
+  document.title = 'Connecting… · workspace-server';
+  showPage({ state: 'loading', title: 'Connecting…', lead: 'Connecting to your workspace.' });
+
+  for (let poll = 0; poll < MAX_START_POLLS; poll++) {
+    let answer;
+    try {
+      answer = await postJson('/api/client/connect', body, { signal });
+    } catch (err) {
+      if (signal.aborted) return;
+      if (err instanceof NetworkError) return showNetworkError(retry);
+      throw err;
+    }
+    if (signal.aborted) return;
+    const { status, data } = answer;
+    if (status === 200 && data && typeof data === 'object') {
+      switch (data.operational_status) {
+        case 'running':
+          return startSession(mine, data, flags);
+        case 'starting':
+          showStarting(data);
+          await sleep(START_POLL_MS, signal);
+          continue;
+        case 'stopping':
+        case 'stopped':
+          return showEnded(data.operational_message);
+        default:
+          return showGenericError(`Unexpected workspace status "${String(data.operational_status)}".`, retry);
+      }
+    }
+    if (status === 401) return showInvalidLink(errorMessage(data));
+    if (status === 400) return showUnavailable(errorMessage(data));
+    return showGenericError(errorMessage(data) || `The server answered ${status}.`, retry);
+  }
+  showPage({
+    state: 'error',
+    key: 'start-timeout',
+    title: 'The workspace did not start in time',
+    lead: 'It is still not ready after several minutes. Try again, or ask for a new link.',
+    actions: [{ label: 'Try again', onClick: retry }],
+    tone: 'warn',
+  });
+}
+
+function showStarting(data) {
+  document.title = 'Starting… · workspace-server';
+  const message = typeof data.operational_message === 'string' && data.operational_message ? data.operational_message : 'Starting your workspace…';
+  const existing = document.getElementById('start-progress');
+  if (document.body.dataset.state === 'starting' && existing) {
+    const pct = Math.max(0, Math.min(100, Math.round(Number(data.operational_progress) || 0)));
+    existing.querySelector('progress').value = pct;
+    existing.querySelector('.progress-value').textContent = `${pct}%`;
+    const msg = document.getElementById('start-message');
+    if (msg.textContent !== message) msg.textContent = message;
+    return;
+  }
+  const bar = progressBar(data.operational_progress, 'Start-up progress');
+  bar.id = 'start-progress';
+  showPage({
+    state: 'starting',
+    title: 'Starting your workspace',
+    body: [bar, h('p', { class: 'message', id: 'start-message', role: 'status' }, message)],
+    detail: 'This page continues by itself when the workspace is ready.',
+  });
+}
+
+async function startSession(mine, info, flags) {
+  const { signal } = mine.controller;
+  showPage({ state: 'loading', key: 'opening', title: 'Connecting…', lead: 'Opening the desktop stream.' });
+  const RFB = await loadRfb(signal);
+  if (signal.aborted) return;
+  document.title = `${info.username ? `${info.username} · ` : ''}workspace-server`;
+  const showTips = !tipsShown;
+  mine.session = openSession(RFB, {
+    info,
+    flags,
+    showTips,
+    onConnect: () => {
+      mine.streamFailures = 0;
+      if (showTips && !flags.disable_tips) tipsShown = true;
+    },
+    onEnd: (end) => {
+      mine.session = null;
+      if (signal.aborted) return;
+      // A stream that never opened is retried a few times (a network change can abort a websocket that
+      // is still connecting); the connect flow runs again, so a workspace that ended says so.
+      if (!end.connected && end.reason === 'lost' && mine.streamFailures < MAX_STREAM_RETRIES) {
+        mine.streamFailures += 1;
+        sleep(500 * mine.streamFailures, signal).then(() => connect(mine, mine.route, flags)).catch((err) => {
+          if (signal.aborted) return;
+          console.error(err);
+          showGenericError(err instanceof Error ? err.message : String(err), () => run());
+        });
+        return;
+      }
+      showDisconnected(end);
+    },
+  });
+}
+
+/**
+ * noVNC, loaded on first use (the landing and login pages do not need it). A failed module fetch (for
+ * example net::ERR_NETWORK_CHANGED while the module graph loads) is retried a few times.
+ */
+async function loadRfb(signal) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const module = await import(NOVNC);
+      return module.default;
+    } catch (err) {
+      if (signal.aborted) throw err;
+      if (attempt >= 3) throw new Error(`The desktop viewer could not be loaded (${err instanceof Error ? err.message : String(err)}). Reload the page to try again.`);
+      await sleep(300 * 2 ** attempt, signal);
+    }
+  }
+}
+
+function showDisconnected({ reason, detail }) {
+  document.title = 'Disconnected · workspace-server';
+  if (reason === 'security') {
+    showPage({
+      state: 'error',
+      key: 'security',
+      title: 'Could not open the desktop stream',
+      lead: 'The connection to the workspace was refused.',
+      detail: detail || undefined,
+      actions: [{ label: 'Try again', onClick: () => run() }],
+      tone: 'bad',
+    });
+    return;
+  }
+  const lead = reason === 'user' ? 'You disconnected from the workspace.'
+    : reason === 'idle' ? `You were disconnected after ${detail} without activity.`
+      : 'The connection to the workspace was lost.';
+  showPage({
+    state: 'disconnected',
+    title: 'Disconnected',
+    lead,
+    actions: [{ label: 'Reconnect', onClick: () => run() }],
+  });
+}
+
+function showEnded(message) {
+  document.title = 'Workspace ended · workspace-server';
+  showPage({
+    state: 'ended',
+    title: 'This workspace has ended',
+    lead: 'It is no longer running. Ask for a new workspace if you need one.',
+    detail: typeof message === 'string' && message ? message : undefined,
+  });
+}
+
+function showInvalidLink(message) {
+  document.title = 'Link no longer valid · workspace-server';
+  showPage({
+    state: 'error',
+    key: 'invalid-link',
+    title: 'This link is no longer valid',
+    lead: 'Ask for a new link.',
+    detail: message || undefined,
+    tone: 'warn',
+  });
+}
+
+function showUnavailable(message) {
+  document.title = 'Not available · workspace-server';
+  showPage({
+    state: 'error',
+    key: 'unavailable',
+    title: 'This workspace is not available',
+    lead: 'It may have been removed, or the link is wrong.',
+    detail: message || undefined,
+    tone: 'warn',
+  });
+}
+
+function showNetworkError(retry) {
+  document.title = 'Connection problem · workspace-server';
+  showPage({
+    state: 'error',
+    key: 'network',
+    title: 'Cannot reach the server',
+    lead: 'Check your network connection and try again.',
+    actions: [{ label: 'Try again', onClick: retry }],
+    tone: 'bad',
+  });
+}
+
+function showGenericError(message, retry) {
+  document.title = 'Error · workspace-server';
+  showPage({
+    state: 'error',
+    key: 'generic',
+    title: 'Something went wrong',
+    lead: 'The workspace could not be opened.',
+    detail: message || undefined,
+    actions: retry ? [{ label: 'Try again', onClick: retry }] : [],
+    tone: 'bad',
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Login links (#/login/<secret>, from get_login)
+
+async function login(mine, route) {
+  const { signal } = mine.controller;
+  document.title = 'Signing in… · workspace-server';
+  showPage({ state: 'loading', title: 'Signing in…', lead: 'Checking your login link.' });
+  let answer;
+  try {
+    answer = await postJson('/api/client/login', { login_token: route.secret }, { signal });
+  } catch (err) {
+    if (signal.aborted) return;
+    if (err instanceof NetworkError) return showNetworkError(() => run());
+    throw err;
+  }
+  if (signal.aborted) return;
+  const { status, data } = answer;
+  if (status === 200 || status === 400 || status === 401) forgetSecretInAddress();
+  if (status === 200 && data && typeof data === 'object' && data.session_token?.session_jwt) {
+    try {
+      sessionStorage.setItem(SESSION_STORAGE_KEY, JSON.stringify({
+        user_id: data.user_id,
+        session_jwt: data.session_token.session_jwt,
+        expires_at: data.session_token.expires_at ?? null,
+      }));
+    } catch {
+      // storage disabled (private mode, sandboxed iframe): the sign-in still happened
+    }
+    document.title = 'Signed in · workspace-server';
+    showPage({
+      state: 'logged-in',
+      title: 'Signed in',
+      lead: 'You are signed in.',
+      body: [h('p', { class: 'meta' }, 'User ID: ', h('code', { id: 'signed-in-user' }, String(data.user_id)))],
+      tone: 'good',
+    });
+    return;
+  }
+  if (status === 400 || status === 401) {
+    document.title = 'Login link not valid · workspace-server';
+    showPage({
+      state: 'error',
+      key: 'invalid-login',
+      title: 'Cannot sign in',
+      lead: 'This login link is invalid, expired or already used.',
+      detail: errorMessage(data) || undefined,
+      tone: 'warn',
+    });
+    return;
+  }
+  showGenericError(errorMessage(data) || `The server answered ${status}.`, () => run());
+}
+
+/** A login secret is single-use: take it out of the address bar and history once it has been spent. */
+function forgetSecretInAddress() {
+  try {
+    history.replaceState(null, '', `${location.pathname}${location.search}#/`);
+  } catch {
+    // not allowed (sandboxed): harmless
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+window.addEventListener('hashchange', () => run());
+document.documentElement.dataset.app = 'ready';
+run();

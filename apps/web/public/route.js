@@ -1,0 +1,47 @@
+// Hash routes of the browser client and the "session component control" query arguments.
+//
+//   #/connect/workspace/<workspace_id>/<user_id>/<session_jwt>[?args]
+//   #/connect/join/<share_id>/<user_id>/<session_jwt>[?args]
+//   #/login/<secret>
+//   anything else: the landing page
+//
+// The query arguments are read from the query part after the hash route and from location.search;
+// a flag is on when either says 1 (or true).
+
+export const FLAG_NAMES = ['disable_control_panel', 'disable_tips', 'disable_chat', 'disable_fixed_res'];
+
+/** @param {{hash: string, search: string}} loc */
+export function parseLocation(loc) {
+  const hash = loc.hash.startsWith('#') ? loc.hash.slice(1) : loc.hash;
+  const q = hash.indexOf('?');
+  const path = q === -1 ? hash : hash.slice(0, q);
+  const hashQuery = q === -1 ? '' : hash.slice(q + 1);
+  const flags = readFlags([new URLSearchParams(loc.search), new URLSearchParams(hashQuery)]);
+  return { route: parsePath(path), flags };
+}
+
+function parsePath(path) {
+  const parts = path.split('/').filter((p) => p !== '');
+  const decoded = [];
+  for (const part of parts) {
+    try {
+      decoded.push(decodeURIComponent(part));
+    } catch {
+      return { name: 'landing' };
+    }
+  }
+  const [a, b, c, d, e] = decoded;
+  if (decoded.length === 5 && a === 'connect' && b === 'workspace') return { name: 'workspace', workspaceId: c, userId: d, jwt: e };
+  if (decoded.length === 5 && a === 'connect' && b === 'join') return { name: 'join', shareId: c, userId: d, jwt: e };
+  if (decoded.length === 2 && a === 'login') return { name: 'login', secret: b };
+  return { name: 'landing' };
+}
+
+/** @param {URLSearchParams[]} sources */
+function readFlags(sources) {
+  const flags = {};
+  for (const name of FLAG_NAMES) {
+    flags[name] = sources.some((params) => params.getAll(name).some((v) => v === '1' || v.toLowerCase() === 'true'));
+  }
+  return flags;
+}

@@ -1,0 +1,213 @@
+// A live desktop: the noVNC connection, the control panel, the clipboard and the tips dialog.
+import { h, setState, showScreen } from './ui.js';
+
+const IDLE_CHECK_MS = 15_000;
+
+/**
+ * Opens the stream described by a running `POST /api/client/connect` answer.
+ * Calls `onConnect()` when the desktop is up, and `onEnd({reason, clean, detail, connected})` once when the
+ * connection ends (reason: 'user' when the user pressed Disconnect, 'idle' after
+ * client_settings.idle_disconnect minutes without input, 'security' when the handshake was refused,
+ * otherwise 'lost'; connected: whether it ever got up). Answers `{close()}` to tear it down silently.
+ */
+export function openSession(RFB, { info, flags, onConnect, onEnd, showTips }) {
+  const screen = document.getElementById('screen');
+  screen.replaceChildren();
+  const settings = info.client_settings ?? {};
+  const viewOnly = info.view_only === true;
+
+  let ended = false;
+  let connected = false;
+  let endReason = 'lost';
+  let endDetail = '';
+  const cleanups = [];
+
+  const rfb = new RFB(screen, streamUrl(info.stream_path), { shared: true });
+  window.__rfb = rfb;
+  rfb.viewOnly = viewOnly;
+  rfb.background = '#0f1115';
+  // Fixed resolution (the default) scales the remote screen to the window, keeping its aspect ratio.
+  // With disable_fixed_res=1 the owner (never a view-only joiner) asks the server to follow the window
+  // size; scaling stays on so the picture still fits if the server keeps its size.
+  rfb.resizeSession = flags.disable_fixed_res && !viewOnly;
+  rfb.scaleViewport = true;
+  rfb.focusOnClick = !viewOnly;
+
+  const panel = flags.disable_control_panel ? null : buildControlPanel(rfb, { settings, viewOnly, disconnect });
+  let tips = null;
+
+  rfb.addEventListener('connect', () => {
+    if (ended) return;
+    connected = true;
+    onConnect?.();
+    showScreen();
+    setState('connected');
+    if (panel) document.body.append(panel.element);
+    if (showTips && !flags.disable_tips) {
+      tips = buildTips({ viewOnly, panel: Boolean(panel) });
+      document.body.append(tips);
+    }
+    if (!viewOnly) rfb.focus();
+  });
+  rfb.addEventListener('securityfailure', (event) => {
+    endReason = 'security';
+    endDetail = event.detail?.reason ?? '';
+  });
+  rfb.addEventListener('credentialsrequired', () => {
+    // The gateway presents security type None; being asked for a password means something is misconfigured.
+    endReason = 'security';
+    endDetail = 'The stream asked for a password.';
+    rfb.disconnect();
+  });
+  rfb.addEventListener('clipboard', (event) => {
+    if (settings.allow_workspace_clipboard_down === true) panel?.clipboardReceived(event.detail?.text ?? '');
+  });
+  rfb.addEventListener('disconnect', (event) => {
+    if (ended) return;
+    finish();
+    onEnd({ reason: endReason, clean: event.detail?.clean === true, detail: endDetail, connected });
+  });
+
+  // Idle disconnect (client_settings.idle_disconnect, minutes; 0 = never).
+  const idleMinutes = Number(settings.idle_disconnect) || 0;
+  if (idleMinutes > 0) {
+    let lastInput = Date.now();
+    const touch = () => { lastInput = Date.now(); };
+    for (const type of ['pointerdown', 'pointermove', 'keydown', 'wheel', 'touchstart']) {
+      window.addEventListener(type, touch, { capture: true, passive: true });
+      cleanups.push(() => window.removeEventListener(type, touch, { capture: true }));
+    }
+    const timer = setInterval(() => {
+      if (Date.now() - lastInput >= idleMinutes * 60_000) {
+        endReason = 'idle';
+        endDetail = `${idleMinutes} minute${idleMinutes === 1 ? '' : 's'}`;
+        rfb.disconnect();
+      }
+    }, IDLE_CHECK_MS);
+    cleanups.push(() => clearInterval(timer));
+  }
+
+  function disconnect() {
+    endReason = 'user';
+    rfb.disconnect();
+  }
+
+  function finish() {
+    ended = true;
+    for (const cleanup of cleanups.splice(0)) cleanup();
+    panel?.element.remove();
+    panel?.dispose();
+    tips?.remove();
+    if (window.__rfb === rfb) window.__rfb = null;
+  }
+
+  return {
+    rfb,
+    /** Tears the session down without reporting (route change). */
+    close() {
+      if (ended) return;
+      finish();
+      try {
+        rfb.disconnect();
+      } catch {
+        // already closed
+      }
+      screen.replaceChildren();
+    },
+  };
+}
+
+/** ws(s)://<this host><stream_path>: same origin, so the cookie set by /api/client/connect goes along. */
+export function streamUrl(streamPath) {
+  const url = new URL(streamPath, location.href);
+  url.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  url.hash = '';
+  return url.href;
+}
+
+function buildControlPanel(rfb, { settings, viewOnly, disconnect }) {
+  const cleanups = [];
+  const clipboardUp = settings.allow_workspace_clipboard_up === true && !viewOnly;
+  const clipboardDown = settings.allow_workspace_clipboard_down === true;
+
+  const items = [];
+
+  if (document.fullscreenEnabled) {
+    const fullscreen = h('button', { type: 'button', id: 'fullscreen-button', 'aria-pressed': 'false' }, 'Fullscreen');
+    fullscreen.addEventListener('click', () => {
+      if (document.fullscreenElement) document.exitFullscreen().catch(() => undefined);
+      else document.documentElement.requestFullscreen().catch(() => undefined);
+    });
+    const sync = () => {
+      const on = Boolean(document.fullscreenElement);
+      fullscreen.setAttribute('aria-pressed', String(on));
+      fullscreen.textContent = on ? 'Exit fullscreen' : 'Fullscreen';
+    };
+    document.addEventListener('fullscreenchange', sync);
+    cleanups.push(() => document.removeEventListener('fullscreenchange', sync));
+    items.push(fullscreen);
+  }
+
+  let clipboardText = null;
+  let drawer = null;
+  if (clipboardUp || clipboardDown) {
+    clipboardText = h('textarea', { id: 'clipboard-text', rows: '4', spellcheck: 'false', 'aria-describedby': 'clipboard-help' });
+    const help = clipboardUp && clipboardDown
+      ? 'Text copied in the workspace appears here. Edit it and send it to paste into the workspace.'
+      : clipboardUp ? 'Send text here to the workspace clipboard.' : 'Text copied in the workspace appears here.';
+    drawer = h('div', { class: 'drawer', id: 'clipboard-drawer', hidden: true },
+      h('label', { for: 'clipboard-text' }, 'Clipboard'),
+      clipboardText,
+      h('p', { class: 'help', id: 'clipboard-help' }, help),
+      clipboardUp ? h('button', { type: 'button', class: 'primary', onclick: () => rfb.clipboardPasteFrom(clipboardText.value) }, 'Send to workspace') : null,
+    );
+    const toggle = h('button', { type: 'button', id: 'clipboard-button', 'aria-expanded': 'false', 'aria-controls': 'clipboard-drawer' }, 'Clipboard');
+    toggle.addEventListener('click', () => {
+      const open = drawer.hidden;
+      drawer.hidden = !open;
+      toggle.setAttribute('aria-expanded', String(open));
+      element.classList.toggle('pinned', open);
+      if (open) clipboardText.focus();
+    });
+    items.push(toggle);
+  }
+
+  items.push(h('button', { type: 'button', id: 'disconnect-button', class: 'danger', onclick: disconnect }, 'Disconnect'));
+
+  const handle = h('button', { type: 'button', class: 'handle', 'aria-expanded': 'false', 'aria-controls': 'control-panel-items', title: 'Control panel' }, 'Controls');
+  // The tab stays on screen when the panel is folded away: the handle, and for joiners the view-only badge.
+  const badge = viewOnly ? h('span', { class: 'badge', id: 'view-only-badge', role: 'status', title: 'You can watch this workspace but not control it' }, 'View only') : null;
+  const element = h('nav', { id: 'control-panel', class: 'control-panel', 'aria-label': 'Workspace controls' },
+    h('div', { class: 'bar', id: 'control-panel-items' }, ...items),
+    drawer,
+    h('div', { class: 'tab' }, badge, handle),
+  );
+  handle.addEventListener('click', () => {
+    const open = !element.classList.contains('pinned');
+    element.classList.toggle('pinned', open);
+    handle.setAttribute('aria-expanded', String(open));
+  });
+
+  return {
+    element,
+    clipboardReceived(text) {
+      if (clipboardText) clipboardText.value = text;
+    },
+    dispose() {
+      for (const cleanup of cleanups.splice(0)) cleanup();
+    },
+  };
+}
+
+function buildTips({ viewOnly, panel }) {
+  const tips = [];
+  if (panel) tips.push('Move the pointer to the top edge of the window for the control panel (disconnect, fullscreen, clipboard).');
+  if (viewOnly) tips.push('You are watching a shared workspace: your mouse and keyboard are not sent to it.');
+  else tips.push('Click the desktop to give it your keyboard.');
+  const dialog = h('div', { class: 'tips', id: 'tips-dialog', role: 'dialog', 'aria-modal': 'false', 'aria-labelledby': 'tips-title' },
+    h('h2', { id: 'tips-title' }, 'Tips'),
+    h('ul', {}, ...tips.map((t) => h('li', {}, t))),
+  );
+  dialog.append(h('button', { type: 'button', class: 'primary', onclick: () => dialog.remove() }, 'Got it'));
+  return dialog;
+}
