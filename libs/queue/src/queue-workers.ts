@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { Job, UnrecoverableError, Worker } from 'bullmq';
 import { AppConfig } from '@ws/common';
@@ -22,7 +22,7 @@ const SCHEDULES: Array<{ job: JobName; everyMs: number }> = [
  * no handler, or two: a job that nobody runs would wait forever.
  */
 @Injectable()
-export class QueueWorkers implements OnApplicationBootstrap, OnApplicationShutdown {
+export class QueueWorkers implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(QueueWorkers.name);
   private readonly workers: Worker[] = [];
   private readonly handlers = new Map<JobName, Handler>();
@@ -84,7 +84,9 @@ export class QueueWorkers implements OnApplicationBootstrap, OnApplicationShutdo
     return worker;
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Before the Redis connections close (they close on application shutdown): a worker closed after its
+   * connection retries its running job without pause. */
+  async onModuleDestroy(): Promise<void> {
     await Promise.all(this.workers.map((w) => w.close()));
   }
 }

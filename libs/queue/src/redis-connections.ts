@@ -1,10 +1,10 @@
-import { Injectable, OnModuleDestroy } from '@nestjs/common';
+import { Injectable, OnApplicationShutdown } from '@nestjs/common';
 import Redis from 'ioredis';
 import { AppConfig } from '@ws/common';
 
 /** Redis clients of this process: one shared for commands and producers; workers get their own (blocking). */
 @Injectable()
-export class RedisConnections implements OnModuleDestroy {
+export class RedisConnections implements OnApplicationShutdown {
   private sharedClient: Redis | null = null;
   private readonly dedicated: Redis[] = [];
 
@@ -27,7 +27,8 @@ export class RedisConnections implements OnModuleDestroy {
     return [this.config.REDIS_PREFIX, ...parts].join(':');
   }
 
-  async onModuleDestroy(): Promise<void> {
+  /** After every onModuleDestroy: queues and workers (which use these connections) are closed by then. */
+  async onApplicationShutdown(): Promise<void> {
     await Promise.all([this.sharedClient, ...this.dedicated].filter((c): c is Redis => !!c).map((c) => c.quit().catch(() => c.disconnect())));
   }
 }
