@@ -134,6 +134,33 @@ describe('workspace lifecycle on a real Docker engine', () => {
     await gone(res.body.workspace_id);
   });
 
+  it('delete_user with force removes the user\'s real workspaces first', async () => {
+    const doomed = (await api.call('create_user', admin, { target_user: { username: 'doomed' } })).body.user.user_id;
+    const r = (await api.call('request_workspace', key, { user_id: doomed, image_id: imageId })).body;
+    const w = (await running(r.workspace_id, doomed)).body.workspace;
+    const refused = await api.call('delete_user', admin, { target_user: { user_id: doomed } });
+    expect(refused.status).toBe(409);
+    expect((await api.call('delete_user', admin, { target_user: { user_id: doomed }, force: true })).body).toEqual({});
+    await gone(r.workspace_id);
+    await waitFor('the container to be removed', async () => ((await localDocker().inspect(w.container_id).then(() => false, () => true)) ? true : undefined), 30_000);
+    expect((await api.call('get_user', admin, { target_user: { user_id: doomed } })).status).toBe(400);
+  });
+
+  it('get_images lists every field of the spec\'s Image table', async () => {
+    const res = await api.call('get_images', admin);
+    const image = res.body.images.find((i: { image_id: string }) => i.image_id === imageId);
+    expect(image).toEqual({
+      image_id: imageId, name: desktopImage(), friendly_name: 'Desktop', description: '', image_src: '',
+      restrict_to_network: false, restrict_to_zone: false, restrict_to_server: false, available: true, enabled: true,
+      memory: 512 * 1024 ** 2, cores: 1, x_res: 800, y_res: 600, cpu_allocation_method: 'Inherit',
+      zone_id: null, zone_name: null, server_id: null, network_name: null, persistent_profile_path: null,
+      container_registry: null, container_user: null, container_token: null, hash: null,
+      volume_mappings: {}, persistent_profile_config: {}, run_config: {},
+      exec_config: { first_launch: { environment: {}, cmd: '' }, go: { cmd: '' } },
+      imageAttributes: [{ image_id: imageId, attr_id: expect.stringMatching(HEX32), name: 'vnc', category: 'port_map', value: '5900/tcp' }],
+    });
+  });
+
   it('refuses an unknown image with 400 and no capacity with 503', async () => {
     const bad = await api.call('request_workspace', key, { user_id: userId, image_id: 'f'.repeat(32) });
     expect(bad.status).toBe(400);

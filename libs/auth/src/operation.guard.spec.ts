@@ -1,0 +1,49 @@
+import { ExecutionContext } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { ApiError, ErrorCode } from '@ws/common';
+import type { ApiKeyAuthenticator } from './api-key-authenticator';
+import type { Caller } from './caller';
+import { OPERATION_KEY, PUBLIC_ROUTE_KEY } from './operation.decorator';
+import { OperationGuard } from './operation.guard';
+
+function contextFor(metadata: Record<string, unknown>, body: unknown = {}): ExecutionContext {
+  const handler = () => undefined;
+  for (const [key, value] of Object.entries(metadata)) Reflect.defineMetadata(key, value, handler);
+  class Controller {}
+  return {
+    getHandler: () => handler,
+    getClass: () => Controller,
+    switchToHttp: () => ({ getRequest: () => ({ body, headers: {} }) }),
+  } as unknown as ExecutionContext;
+}
+
+const caller = (permissions: string[], readOnly = false): Caller => ({ apiKeyId: 'k', apiKey: 'k', name: 'k', permissions: new Set(permissions) as Caller['permissions'], readOnly });
+const guardWith = (c: Caller) => new OperationGuard(new Reflector(), { authenticate: async () => c } as unknown as ApiKeyAuthenticator);
+const creds = { api_key: 'a', api_key_secret: 's' };
+
+describe('OperationGuard', () => {
+  it('refuses a route that declares neither an operation nor a public route, without authenticating', async () => {
+    const authenticate = jest.fn();
+    const guard = new OperationGuard(new Reflector(), { authenticate } as unknown as ApiKeyAuthenticator);
+    await expect(guard.canActivate(contextFor({}, creds))).rejects.toEqual(new ApiError(ErrorCode.Forbidden, 'This route declares no permissions and is refused'));
+    expect(authenticate).not.toHaveBeenCalled();
+  });
+
+  it('lets an explicit public route through without credentials', async () => {
+    await expect(guardWith(caller([])).canActivate(contextFor({ [PUBLIC_ROUTE_KEY]: true }))).resolves.toBe(true);
+  });
+
+  it('requires the operation permissions with their dependencies', async () => {
+    await expect(guardWith(caller(['Users Create'])).canActivate(contextFor({ [OPERATION_KEY]: 'create_user' }, creds))).rejects.toThrow('Missing permissions: Users View');
+    await expect(guardWith(caller(['Users Create', 'Users View'])).canActivate(contextFor({ [OPERATION_KEY]: 'create_user' }, creds))).resolves.toBe(true);
+  });
+
+  it('refuses writes to a Read Only key, even a Global Admin one, and allows its reads', async () => {
+    await expect(guardWith(caller(['Global Admin'], true)).canActivate(contextFor({ [OPERATION_KEY]: 'create_user' }, creds))).rejects.toThrow('Read Only');
+    await expect(guardWith(caller(['Global Admin'], true)).canActivate(contextFor({ [OPERATION_KEY]: 'get_users' }, creds))).resolves.toBe(true);
+  });
+
+  it('asks for credentials when there are none', async () => {
+    await expect(guardWith(caller(['Global Admin'])).canActivate(contextFor({ [OPERATION_KEY]: 'get_users' }))).rejects.toThrow('Missing api_key and api_key_secret');
+  });
+});
