@@ -103,21 +103,26 @@ class StreamReader {
     waiter?.();
   }
 
+  /** Until data arrives (wake) or `ms` pass, whichever is first. */
+  private sleep(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.waiter = undefined;
+        resolve();
+      }, ms);
+      this.waiter = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
   private async waitFor(n: number, deadline: number, what: string): Promise<void> {
     while (this.length < n) {
       if (this.ended) throw this.ended;
       const remaining = deadline - Date.now();
       if (remaining <= 0) throw new RfbError('timeout', `timed out waiting for ${what}`);
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          this.waiter = undefined;
-          resolve();
-        }, remaining);
-        this.waiter = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
+      await this.sleep(remaining);
     }
   }
 
@@ -137,16 +142,7 @@ class StreamReader {
       if (this.ended) throw this.ended;
       const remaining = until - Date.now();
       if (remaining <= 0) return false;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          this.waiter = undefined;
-          resolve();
-        }, remaining);
-        this.waiter = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
+      await this.sleep(remaining);
     }
   }
 

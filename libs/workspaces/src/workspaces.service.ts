@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, In, Repository } from 'typeorm';
-import { AgentError, DockerHosts, ExecResult } from '@ws/agent';
+import { AgentError, ContainerNotFoundError, DockerHosts, ExecResult } from '@ws/agent';
 import { addSeconds, ApiError, AppConfig, ErrorCode, formatTimestamp, newId, parseId, randomSecret, toWireId } from '@ws/common';
 import { effectiveSettings, EffectiveGroupSettings, usageWindowStart } from '@ws/groups/group-settings';
 import { GroupsService } from '@ws/groups/groups.service';
@@ -246,7 +246,7 @@ export class WorkspacesService {
       running = state.running;
       detail = `${state.status}${state.exitCode !== null ? `, exit code ${state.exitCode}` : ''}${state.oomKilled ? ', out of memory' : ''}`;
     } catch (err) {
-      if ((err as AgentError).name !== 'ContainerNotFoundError') throw agentFailure(err, workspace.server);
+      if (!(err instanceof ContainerNotFoundError)) throw agentFailure(err, workspace.server);
       running = false;
       detail = 'removed';
     }
@@ -297,7 +297,8 @@ function notRunningMessage(w: Workspace): string {
 export function agentFailure(err: unknown, server: Pick<Server, 'hostname'>): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof AgentError) {
-    const code = err.name === 'ContainerNotRunningError' ? ErrorCode.InvalidState : ErrorCode.Unavailable;
+    // The agent classifies its errors; a daemon failure it cannot explain reads as the host being unavailable.
+    const code = err.apiCode === ErrorCode.Internal ? ErrorCode.Unavailable : err.apiCode;
     return new ApiError(code, `Server ${server.hostname}: ${err.message}`);
   }
   return new ApiError(ErrorCode.Unavailable, `Server ${server.hostname} did not answer: ${(err as Error).message}`);
