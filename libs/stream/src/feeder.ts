@@ -164,7 +164,9 @@ export class StreamFeeder {
         if (need.op === 'read') {
           const take = Math.min(need.n - this.accLen, available);
           if (this.accLen === 0) this.firstByteAt = entry.at;
-          this.acc.push(entry.buf.subarray(this.queueOffset, this.queueOffset + take));
+          const piece = entry.buf.subarray(this.queueOffset, this.queueOffset + take);
+          // A read that waits for the next chunk keeps a copy: the chunk's buffer may be reused once it was sent.
+          this.acc.push(this.accLen + take < need.n ? Buffer.from(piece) : piece);
           this.accLen += take;
           this.advance(take);
           if (this.accLen === need.n) {

@@ -8,3 +8,4 @@ export * from './rfb-client';
 export * from './screenshot';
 export * from './bottleneck';
 export * from './rfb-proxy';
+export * from './read-buffer-pool';

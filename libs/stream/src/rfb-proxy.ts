@@ -34,6 +34,8 @@ export interface RfbSessionOptions {
   viewOnly?: boolean;
   /** Both sides finished security elsewhere; the streams start at ClientInit/ServerInit (see RfbTrackerOptions). */
   preAuthenticated?: boolean;
+  /** Called with each chunk once it has been written to the browser's socket (lets read buffers be reused). */
+  onChunkSent?: (chunk: Buffer) => void;
   workspaceId?: string;
   /** The user the browser session belongs to (RfbSessionRegistry 'auto' selects the owner's sessions). */
   userId?: string;
@@ -140,6 +142,7 @@ function toBuffer(data: WebSocket.RawData): Buffer {
 }
 
 export class RfbSession {
+  private readonly onChunkSent?: (chunk: Buffer) => void;
   readonly id: string;
   readonly connectedAt = new Date();
   readonly viewOnly: boolean;
@@ -200,6 +203,7 @@ export class RfbSession {
   ) {
     this.id = options.clientId ?? randomBytes(4).toString('hex');
     this.viewOnly = options.viewOnly ?? false;
+    this.onChunkSent = options.onChunkSent;
     this.workspaceId = options.workspaceId;
     this.userId = options.userId;
     this.highWater = options.highWaterBytes ?? DEFAULT_HIGH_WATER_BYTES;
@@ -372,7 +376,8 @@ export class RfbSession {
     // Sends made above lowWater report their completion, so a pause ends as soon as the backlog is down to
     // lowWater (an event, not the poll: a fast link would idle between polls).
     const watch = this.ws.bufferedAmount + chunk.length > this.lowWater;
-    this.ws.send(chunk, { binary: true }, watch ? this.onSentWhilePaused : undefined);
+    const sent = this.onChunkSent;
+    this.ws.send(chunk, { binary: true }, sent ? () => (sent(chunk), watch && this.onSentWhilePaused()) : watch ? this.onSentWhilePaused : undefined);
     if (!this.paused && this.ws.bufferedAmount > this.highWater) {
       this.paused = true;
       this.pausedSince = performance.now();

@@ -8,6 +8,7 @@ import { WebSocketServer } from 'ws';
 import { ApiError, ErrorCode, httpStatusFor } from '@ws/common';
 import { PgNotifications } from '@ws/database/pg-notifications';
 import { RedisConnections } from '@ws/queue';
+import { ReadBufferPool } from '@ws/stream/read-buffer-pool';
 import { RfbSession, RfbSessionRegistry } from '@ws/stream/rfb-proxy';
 import { SessionToken } from '@ws/users/session-token.entity';
 import { STREAM_STATS_TTL_SECONDS, streamStatsKey, StreamSnapshot, WorkspaceAccess } from '@ws/workspaces';
@@ -35,6 +36,8 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(StreamGateway.name);
   private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: 16 * 1024 * 1024 });
   readonly registry = new RfbSessionRegistry();
+  /** VNC reads land in reused buffers, returned when the chunk has gone out to the browser. */
+  private readonly readBuffers = new ReadBufferPool();
   private readonly connections = new Set<Connection>();
   private statsTimer: NodeJS.Timeout | null = null;
 
@@ -76,13 +79,16 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
       if (workspace.status !== 'running' || !workspace.server || !port) {
         throw new ApiError(ErrorCode.InvalidState, `Workspace (${match[1]}) is not running`);
       }
-      vnc = await openTcp(workspace.server.publishHost, port, HANDSHAKE_TIMEOUT_MS);
+      vnc = await openTcp(workspace.server.publishHost, port, HANDSHAKE_TIMEOUT_MS, this.readBuffers);
       await authenticateToServer(vnc, workspace.token, HANDSHAKE_TIMEOUT_MS);
       const server = vnc;
       this.wss.handleUpgrade(request, socket, head, (ws) => {
         greetBrowser(ws, HANDSHAKE_TIMEOUT_MS)
           .then(() => {
-            const session = new RfbSession(ws, server, { preAuthenticated: true, viewOnly: grant.viewOnly, workspaceId: workspace.id, userId: grant.userId });
+            const session = new RfbSession(ws, server, {
+              preAuthenticated: true, viewOnly: grant.viewOnly, workspaceId: workspace.id, userId: grant.userId,
+              onChunkSent: (chunk) => this.readBuffers.release(chunk),
+            });
             const connection: Connection = { session, workspaceId: workspace.id, sessionTokenId: grant.sessionTokenId };
             this.connections.add(connection);
             this.registry.add(workspace.id, session);
@@ -150,9 +156,10 @@ function cookie(header: string | undefined, name: string): string | null {
   return null;
 }
 
-function openTcp(host: string, port: number, timeoutMs: number): Promise<Socket> {
+/** Reads arrive as 'data' events as usual, but in pooled buffers (see ReadBufferPool). */
+function openTcp(host: string, port: number, timeoutMs: number, pool: ReadBufferPool): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const socket = connect({ host, port });
+    const socket: Socket = connect({ host, port, onread: pool.onread((chunk) => socket.emit('data', chunk)) });
     socket.setNoDelay(true);
     const timer = setTimeout(() => {
       socket.destroy();
