@@ -9,3 +9,4 @@ export * from './workspaces.module';
 export * from './dto/workspace.requests';
 export * from './workspace-access.service';
 export * from './stream-stats.service';
+export * from './workspace-lookup';

@@ -1,11 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { In, Repository } from 'typeorm';
-import { ApiError, ErrorCode, parseId } from '@ws/common';
+import { Repository } from 'typeorm';
+import { ApiError, ErrorCode } from '@ws/common';
 import { SessionTokensService } from '@ws/users/session-tokens.service';
-import { LIVE_STATUSES, Workspace } from './workspace.entity';
+import { Workspace } from './workspace.entity';
+import { findLiveWorkspace, WorkspaceTarget } from './workspace-lookup';
 
-export type ConnectTarget = { workspaceId: string } | { shareId: string };
+export type ConnectTarget = WorkspaceTarget;
 
 export interface WorkspaceGrant {
   workspace: Workspace;
@@ -27,44 +28,27 @@ export class WorkspaceAccess {
     private readonly tokens: SessionTokensService,
   ) {}
 
-  async authorize(jwt: string, target: ConnectTarget): Promise<WorkspaceGrant> {
-    const verified = await this.tokens.verify(jwt);
-    if (!verified) throw new ApiError(ErrorCode.Unauthenticated, 'This link is not valid any more: it expired, was replaced by a newer one, or the session was logged out');
-    const { claims, token } = verified;
-    const workspace = await this.findTarget(target);
-    if (claims.workspace_id !== workspace.id) throw new ApiError(ErrorCode.Unauthenticated, 'This link is for another workspace');
-    const viewOnly = claims.view_only === true;
-    if ('shareId' in target && !viewOnly) throw new ApiError(ErrorCode.Unauthenticated, 'This link is not a sharing link');
-    if ('workspaceId' in target && (viewOnly || workspace.userId !== token.userId)) throw new ApiError(ErrorCode.Unauthenticated, 'This link is not the owner\'s link');
-    if (viewOnly && !workspace.sharingEnabled) throw new ApiError(ErrorCode.InvalidState, 'Sharing is not enabled for this workspace');
-    return { workspace, userId: token.userId, viewOnly, sessionTokenId: token.id };
+  /** A connect link: a workspace link admits only its owner, a share link only a view-only joiner. */
+  authorize(jwt: string, target: ConnectTarget): Promise<WorkspaceGrant> {
+    return this.grant(jwt, target, { owner: 'workspaceId' in target, viewOnly: 'shareId' in target });
   }
 
   /** A stream connection: the owner's link, or a view-only link made for this workspace. */
-  async authorizeStream(jwt: string, workspaceId: string): Promise<WorkspaceGrant> {
-    const verified = await this.tokens.verify(jwt);
-    if (!verified) throw new ApiError(ErrorCode.Unauthenticated, 'This session is not valid any more');
-    const workspace = await this.findTarget({ workspaceId });
-    const viewOnly = verified.claims.view_only === true;
-    if (verified.claims.workspace_id !== workspace.id) throw new ApiError(ErrorCode.Unauthenticated, 'This session is for another workspace');
-    if (!viewOnly && workspace.userId !== verified.token.userId) throw new ApiError(ErrorCode.Unauthenticated, 'This session is not the owner\'s');
-    if (viewOnly && !workspace.sharingEnabled) throw new ApiError(ErrorCode.InvalidState, 'Sharing is not enabled for this workspace');
-    return { workspace, userId: verified.token.userId, viewOnly, sessionTokenId: verified.token.id };
+  authorizeStream(jwt: string, workspaceId: string): Promise<WorkspaceGrant> {
+    return this.grant(jwt, { workspaceId }, { owner: true, viewOnly: true });
   }
 
-  private async findTarget(target: ConnectTarget): Promise<Workspace> {
-    const relations = { image: { attributes: true }, server: true };
-    if ('shareId' in target) {
-      const workspace = /^[0-9a-f]{32}$/.test(target.shareId)
-        ? await this.workspaces.findOne({ where: { shareId: target.shareId, status: In(LIVE_STATUSES) }, relations })
-        : null;
-      if (!workspace) throw ApiError.invalidId('share_id', target.shareId);
-      return workspace;
-    }
-    const id = parseId(target.workspaceId);
-    const workspace = id ? await this.workspaces.findOne({ where: { id, status: In(LIVE_STATUSES) }, relations }) : null;
-    if (!workspace) throw ApiError.invalidId('workspace_id', target.workspaceId);
-    return workspace;
+  private async grant(jwt: string, target: ConnectTarget, admits: { owner: boolean; viewOnly: boolean }): Promise<WorkspaceGrant> {
+    const verified = await this.tokens.verify(jwt);
+    if (!verified) throw new ApiError(ErrorCode.Unauthenticated, 'This link is not valid any more: it expired, was replaced by a newer one, or the session was logged out');
+    const { claims, token } = verified;
+    const workspace = await findLiveWorkspace(this.workspaces, target);
+    if (claims.workspace_id !== workspace.id) throw new ApiError(ErrorCode.Unauthenticated, 'This link is for another workspace');
+    const viewOnly = claims.view_only === true;
+    if (viewOnly && !admits.viewOnly) throw new ApiError(ErrorCode.Unauthenticated, 'This link is not the owner\'s link');
+    if (!viewOnly && !admits.owner) throw new ApiError(ErrorCode.Unauthenticated, 'This link is not a sharing link');
+    if (!viewOnly && workspace.userId !== token.userId) throw new ApiError(ErrorCode.Unauthenticated, 'This link is not the owner\'s link');
+    if (viewOnly && !workspace.sharingEnabled) throw new ApiError(ErrorCode.InvalidState, 'Sharing is not enabled for this workspace');
+    return { workspace, userId: token.userId, viewOnly, sessionTokenId: token.id };
   }
 }
-

@@ -89,7 +89,7 @@ export class WorkspaceRuntime {
     const expired = await this.workspaces.find({ where: { status: In(['starting', 'running', 'failed']), expirationDate: LessThan(now) }, select: { id: true } });
     for (const { id } of expired) await this.teardown.destroy(id, 'expired');
     const stuckBefore = new Date(now.getTime() - STUCK_AFTER_MS);
-    const stuck = await this.workspaces.find({ where: { status: In(['starting', 'stopping']), updatedAt: LessThan(stuckBefore) }, select: { id: true, status: true, destroyReason: true } });
+    const stuck = await this.workspaces.find({ where: { status: In(['starting', 'stopping']), updatedAt: LessThan(stuckBefore) }, select: { id: true, status: true } });
     for (const w of stuck) {
       if (w.status === 'starting') await this.jobs.ensure('workspace.provision', { workspaceId: w.id }, jobId.provision(w.id));
       else await this.jobs.ensure('workspace.destroy', { workspaceId: w.id, reason: 'requested' }, jobId.destroy(w.id));

@@ -19,6 +19,7 @@ import { UsersService } from '@ws/users/users.service';
 import { Zone } from '@ws/zones/zone.entity';
 import type { ExecCommandRequest, JoinWorkspaceRequest, OwnedWorkspaceRef, ScreenshotRequest, RequestWorkspaceRequest, WorkspaceStatusRequest } from './dto/workspace.requests';
 import { reserveServer } from './placement';
+import { findLiveWorkspace } from './workspace-lookup';
 import { LIVE_STATUSES, Workspace } from './workspace.entity';
 import { connectPath, joinPath, operationalStatus, toWorkspaceListItem, toWorkspaceResponse } from './workspace.mappers';
 import { WorkspaceTeardown } from './workspace-teardown.service';
@@ -106,10 +107,7 @@ export class WorkspacesService {
 
   /** join_workspace: a view-only link to a shared workspace, for an existing or a new anonymous user. */
   async join(body: JoinWorkspaceRequest) {
-    const workspace = /^[0-9a-f]{32}$/.test(body.share_id)
-      ? await this.workspaces.findOne({ where: { shareId: body.share_id, status: In(LIVE_STATUSES) }, relations: { image: { attributes: true }, server: true } })
-      : null;
-    if (!workspace) throw ApiError.invalidId('share_id', body.share_id);
+    const workspace = await findLiveWorkspace(this.workspaces, { shareId: body.share_id });
     if (!workspace.sharingEnabled) throw new ApiError(ErrorCode.InvalidState, 'Sharing is not enabled for this workspace');
     const user = body.user_id !== undefined ? await this.users.findActive(body.user_id) : await this.users.createAnonymous();
     const issued = await this.tokens.create(toWireId(user.id), { view_only: true, workspace_id: workspace.id });
@@ -162,18 +160,17 @@ export class WorkspacesService {
     if (config.user !== undefined && config.user !== 'root') {
       throw new ApiError(ErrorCode.InvalidRequest, `exec_config.user must be root or omitted (got ${config.user})`);
     }
-    const workspace = await this.findLive(body.workspace_id, body.user_id);
-    if (workspace.status !== 'running' || !workspace.containerId || !workspace.server) {
-      throw new ApiError(ErrorCode.InvalidState, `Workspace (${body.workspace_id}) is not running (${operationalStatus(workspace.status)})`);
-    }
-    const host = this.hosts.get(workspace.server);
+    const workspace = await this.findRunning(body.workspace_id, body.user_id);
+    const server = workspace.server as Server;
+    const containerId = workspace.containerId as string;
+    const host = this.hosts.get(server);
     const options = { cmd: config.cmd, environment: config.environment, workdir: config.workdir, privileged: config.privileged, user: config.user as 'root' | undefined };
     let result: ExecResult | null = null;
     try {
-      if (body.wait) result = await host.exec(workspace.containerId, { ...options, wait: true, timeoutMs: (body.timeout_seconds ?? 60) * 1000 });
-      else await host.exec(workspace.containerId, { ...options, wait: false });
+      if (body.wait) result = await host.exec(containerId, { ...options, wait: true, timeoutMs: (body.timeout_seconds ?? 60) * 1000 });
+      else await host.exec(containerId, { ...options, wait: false });
     } catch (err) {
-      throw agentFailure(err, workspace.server);
+      throw agentFailure(err, server);
     }
     const settings = await this.settingsFor(workspace.userId as string);
     return {
@@ -199,10 +196,10 @@ export class WorkspacesService {
     }
   }
 
-  /** A running workspace with a published VNC port. */
+  /** A running workspace: with its server, container and published VNC port. */
   async findRunning(workspaceId: string, userId?: string): Promise<Workspace> {
     const workspace = await this.findLive(workspaceId, userId);
-    if (workspace.status !== 'running' || !workspace.server || !workspace.hostPorts.vnc) {
+    if (workspace.status !== 'running' || !workspace.server || !workspace.containerId || !workspace.hostPorts.vnc) {
       throw new ApiError(ErrorCode.InvalidState, `Workspace (${workspaceId}) is not running (${operationalStatus(workspace.status)})`);
     }
     return workspace;
@@ -210,11 +207,8 @@ export class WorkspacesService {
 
   /** A live workspace with image and server; `userId`, when given, must be its owner. */
   async findLive(workspaceId: string, userId?: string): Promise<Workspace> {
-    const id = parseId(workspaceId);
-    const workspace = id
-      ? await this.workspaces.findOne({ where: { id, status: In(LIVE_STATUSES) }, relations: { image: { attributes: true }, server: true } })
-      : null;
-    if (!workspace || (userId !== undefined && parseId(userId) !== workspace.userId)) throw ApiError.invalidId('workspace_id', workspaceId);
+    const workspace = await findLiveWorkspace(this.workspaces, { workspaceId });
+    if (userId !== undefined && parseId(userId) !== workspace.userId) throw ApiError.invalidId('workspace_id', workspaceId);
     return workspace;
   }
 
