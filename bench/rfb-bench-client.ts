@@ -143,10 +143,10 @@ export class RfbBenchClient {
 
   /**
    * Keeps `inFlight` full-screen requests outstanding for `durationMs`, so the server never waits on the
-   * client; answers the bytes per second received in that window. The server may merge outstanding
+   * client; answers the bytes received and the window's length. The server may merge outstanding
    * requests, so the client is left with requests in flight: close it afterwards.
    */
-  async stream(durationMs: number, inFlight: number): Promise<number> {
+  async stream(durationMs: number, inFlight: number): Promise<{ bytes: number; ms: number }> {
     for (let i = 0; i < inFlight; i++) this.request(0, 0, this.width, this.height);
     const startBytes = this.queue.received;
     const start = performance.now();
@@ -155,7 +155,7 @@ export class RfbBenchClient {
       await this.readUpdate();
       if (performance.now() < end) this.request(0, 0, this.width, this.height);
     }
-    return (this.queue.received - startBytes) / ((performance.now() - start) / 1000);
+    return { bytes: this.queue.received - startBytes, ms: performance.now() - start };
   }
 
   private async readUpdate(): Promise<number> {

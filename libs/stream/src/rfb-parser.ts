@@ -184,9 +184,11 @@ export class RfbProtocolTracker {
   /**
    * Handshake steps of one direction can wait on state learnt from the other (e.g. a pipelined security
    * choice waits for the server's list, and the server side then waits for that choice): re-run both until
-   * neither makes progress. Only the handshake has such waits, so this ends after a few rounds.
+   * neither makes progress. Only the handshake has such waits, so this ends after a few rounds, and once
+   * both Init messages have passed it is skipped (it would cost every streamed chunk two idle pumps).
    */
   private crossPoke(): void {
+    if (this.state.clientInitDone && this.state.serverInitDone) return;
     for (let round = 0; round < 16; round++) {
       const before = this.client.progress + this.server.progress;
       this.server.poke();
