@@ -6,7 +6,6 @@
 import 'reflect-metadata';
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ApiKeysService } from '@ws/auth';
 import { loadConfig, randomSecret } from '@ws/common';
@@ -15,6 +14,7 @@ import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
 import { ZonesService } from '@ws/zones';
 import { createApi } from '../apps/api/src/bootstrap';
+import { freePort, treeCpuMs } from './processes';
 import { RfbBenchClient, Transport } from './rfb-bench-client';
 import { median, percentile } from './stats';
 
@@ -26,14 +26,6 @@ const THROUGHPUT_ROUNDS = Number(process.env.BENCH_STREAM_THROUGHPUT_ROUNDS ?? 3
 const STREAM_MS = Number(process.env.BENCH_STREAM_MS ?? 1000);
 const ROOT = join(__dirname, '..', '..');
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -60,34 +52,6 @@ interface Throughput {
   serverCpuMsPerMiB: number;
 }
 
-/** CPU time (user + system, ms) of a process and all its descendants, from /proc. */
-function treeCpuMs(rootPid: number): number {
-  const TICK_MS = 10; // USER_HZ is 100 on Linux
-  const parent = new Map<number, number>();
-  const ticks = new Map<number, number>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      // Fields after the command (which may contain spaces) start at ") ": state ppid ... utime(14) stime(15).
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      parent.set(Number(entry), Number(fields[1]));
-      ticks.set(Number(entry), Number(fields[11]) + Number(fields[12]));
-    } catch {
-      // the process ended while we looked
-    }
-  }
-  let total = 0;
-  for (const [pid, t] of ticks) {
-    for (let p: number | undefined = pid, depth = 0; p !== undefined && p > 1 && depth < 64; p = parent.get(p), depth++) {
-      if (p === rootPid) {
-        total += t;
-        break;
-      }
-    }
-  }
-  return total * TICK_MS;
-}
 
 let serverPid = 0; // the workspace container's init, for the VNC server's CPU
 
