@@ -1,6 +1,6 @@
 /**
- * A synthetic RFB 3.8 server for the proxy-capacity benchmark: security None, a 1024×768 32-bit framebuffer,
- * and every FramebufferUpdateRequest answered at once with a whole Raw frame from memory, so the path between
+ * A synthetic RFB 3.8 server for the stream benchmark: security None, a 1024×768 32-bit framebuffer, and every
+ * FramebufferUpdateRequest answered at once with the requested region in Raw, from memory, so the path between
  * it and the client, not the server, sets the pace. Run as a script: `node synthetic-rfb-server.js <port>`.
  */
 import { createServer, Socket } from 'node:net';
@@ -8,16 +8,23 @@ import { createServer, Socket } from 'node:net';
 const WIDTH = 1024;
 const HEIGHT = 768;
 
-function rawFrame(): Buffer {
-  const frame = Buffer.alloc(4 + 12 + WIDTH * HEIGHT * 4, 0x5a);
-  frame.writeUInt8(0, 0); // FramebufferUpdate
-  frame.writeUInt16BE(1, 2); // one rectangle
-  frame.writeUInt16BE(0, 4);
-  frame.writeUInt16BE(0, 6);
-  frame.writeUInt16BE(WIDTH, 8);
-  frame.writeUInt16BE(HEIGHT, 10);
-  frame.writeInt32BE(0, 12); // Raw
-  return frame;
+const PIXELS = Buffer.alloc(WIDTH * HEIGHT * 4, 0x5a);
+
+/** A FramebufferUpdate with one Raw rectangle covering the requested region (clipped to the framebuffer). */
+function rawUpdate(request: Buffer): Buffer[] {
+  const x = Math.min(request.readUInt16BE(2), WIDTH - 1);
+  const y = Math.min(request.readUInt16BE(4), HEIGHT - 1);
+  const width = Math.max(1, Math.min(request.readUInt16BE(6), WIDTH - x));
+  const height = Math.max(1, Math.min(request.readUInt16BE(8), HEIGHT - y));
+  const header = Buffer.alloc(16);
+  header.writeUInt8(0, 0); // FramebufferUpdate
+  header.writeUInt16BE(1, 2); // one rectangle
+  header.writeUInt16BE(x, 4);
+  header.writeUInt16BE(y, 6);
+  header.writeUInt16BE(width, 8);
+  header.writeUInt16BE(height, 10);
+  header.writeInt32BE(0, 12); // Raw
+  return [header, PIXELS.subarray(0, width * height * 4)];
 }
 
 function serverInit(): Buffer {
@@ -47,7 +54,7 @@ function clientMessageLength(buf: Buffer): number | undefined {
   }
 }
 
-function serve(socket: Socket, frame: Buffer): void {
+function serve(socket: Socket): void {
   socket.setNoDelay(true);
   let pending: Buffer = Buffer.alloc(0);
   let stage: 'version' | 'security' | 'init' | 'messages' = 'version';
@@ -75,9 +82,13 @@ function serve(socket: Socket, frame: Buffer): void {
         if (pending.length < 1) return;
         const length = clientMessageLength(pending);
         if (length === undefined || pending.length < length) return;
-        const type = pending[0];
+        const message = pending.subarray(0, length);
         pending = pending.subarray(length);
-        if (type === 3) socket.write(frame);
+        if (message[0] === 3) {
+          socket.cork();
+          for (const part of rawUpdate(message)) socket.write(part);
+          socket.uncork();
+        }
       }
     }
   });
@@ -85,6 +96,5 @@ function serve(socket: Socket, frame: Buffer): void {
 
 if (require.main === module) {
   const port = Number(process.argv[2]);
-  const frame = rawFrame();
-  createServer((socket) => serve(socket, frame)).listen(port, '127.0.0.1', () => process.send?.('listening'));
+  createServer(serve).listen(port, '127.0.0.1', () => process.send?.('listening'));
 }
