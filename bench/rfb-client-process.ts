@@ -4,7 +4,7 @@
  * more CPU per MiB, which on two cores slows whatever it measures. The parent sends jobs over IPC.
  */
 import { ChildProcess, fork } from 'node:child_process';
-import { treeCpuMs } from './processes';
+import { treeCpuMs } from './harness';
 import { RfbBenchClient, Transport } from './rfb-bench-client';
 
 export type ClientJob =

@@ -11,7 +11,6 @@
  */
 import 'reflect-metadata';
 import { ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { ApiKeysService } from '@ws/auth';
 import { loadConfig, parseId, randomSecret } from '@ws/common';
@@ -21,7 +20,7 @@ import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
 import { ZonesService } from '@ws/zones';
 import { createApi } from '../apps/api/src/bootstrap';
-import { freePort } from './processes';
+import { freePort, listening, post, until } from './harness';
 import { Transport } from './rfb-bench-client';
 import { ClientProcess, Throughput } from './rfb-client-process';
 import { median, percentile } from './stats';
@@ -34,22 +33,6 @@ const THROUGHPUT_ROUNDS = Number(process.env.BENCH_STREAM_THROUGHPUT_ROUNDS ?? 3
 const SYNTHETIC_ROUNDS = Number(process.env.BENCH_STREAM_SYNTHETIC_ROUNDS ?? 10);
 const STREAM_MS = Number(process.env.BENCH_STREAM_MS ?? 1000);
 const ROOT = join(__dirname, '..', '..');
-
-
-async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const value = await check().catch(() => undefined);
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
-async function post(base: string, op: string, body: object): Promise<Record<string, unknown>> {
-  const res = await fetch(`${base}/api/public/${op}`, { method: 'POST', body: JSON.stringify(body) });
-  return (await res.json()) as Record<string, unknown>;
-}
 
 type Path = [name: string, transport: Transport, password: string | undefined, proxyPid: number | undefined];
 
@@ -101,13 +84,6 @@ function startWebsockify(port: number, target: number): ChildProcess {
   return spawn('websockify', [`127.0.0.1:${port}`, `127.0.0.1:${target}`], { stdio: 'ignore' });
 }
 
-async function listening(port: number): Promise<void> {
-  await until(`a listener on ${port}`, () => new Promise<true | undefined>((resolve) => {
-    const probe = createServer();
-    probe.once('error', () => resolve(true)).listen(port, '127.0.0.1', () => probe.close(() => resolve(undefined)));
-  }));
-}
-
 async function main(): Promise<void> {
   const image = process.env.WS_TEST_DESKTOP_IMAGE ?? execFileSync('bash', ['scripts/build-desktop-image.sh'], { cwd: ROOT, encoding: 'utf8' }).trim().split('\n').pop()!;
   const suffix = randomSecret(4);
@@ -119,7 +95,7 @@ async function main(): Promise<void> {
   let workspaceId: string | null = null;
   const base = `http://127.0.0.1:${apiPort}`;
   let auth = {};
-  let stopClient = () => {};
+  let client: ClientProcess | undefined;
   try {
     // Registration through the services, then the api and worker as processes of their own.
     const setup = await createApi(settings);
@@ -149,8 +125,7 @@ async function main(): Promise<void> {
     const jwt = (running.workspace_url as string).split('/').pop() as string;
     const gatewayUrl = `ws://127.0.0.1:${apiPort}/api/stream/${workspaceId}/vnc?token=${jwt}`;
 
-    const client = ClientProcess.start();
-    stopClient = () => client.stop();
+    client = ClientProcess.start();
     const websockifyPort = await freePort();
     const websockify = startWebsockify(websockifyPort, workspace.port);
     children.push(websockify);
@@ -178,7 +153,7 @@ async function main(): Promise<void> {
       ['websockify', { kind: 'ws', url: `ws://127.0.0.1:${syntheticWebsockifyPort}/`, protocols: ['binary'] }, undefined, syntheticWebsockify.pid],
     ], ROUNDS, SYNTHETIC_ROUNDS, 'target ≥ 1.00');
   } finally {
-    stopClient();
+    client?.stop();
     if (workspaceId) await post(base, 'destroy_workspace', { ...auth, workspace_id: workspaceId }).catch(() => undefined);
     await until('the workspace removal', async () => ((await post(base, 'get_workspace_status', { ...auth, workspace_id: workspaceId })).error_message?.toString().startsWith('Invalid') ? true : undefined), 30_000).catch(() => undefined);
     for (const child of children) child.kill('SIGTERM');

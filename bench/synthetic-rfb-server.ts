@@ -96,5 +96,5 @@ function serve(socket: Socket): void {
 
 if (require.main === module) {
   const port = Number(process.argv[2]);
-  createServer(serve).listen(port, '127.0.0.1', () => process.send?.('listening'));
+  createServer(serve).listen(port, '127.0.0.1');
 }

@@ -14,17 +14,13 @@ import { ZonesService } from '@ws/zones';
 import { waitForRfb } from '@ws/agent';
 import { createApi } from '../apps/api/src/bootstrap';
 import { createWorker } from '../apps/worker/src/bootstrap';
+import { post } from './harness';
 import { median, row } from './stats';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 12);
 const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 50);
 const CORES = 1;
 const MEMORY_MB = 512;
-
-async function post(base: string, op: string, body: object): Promise<Record<string, unknown>> {
-  const res = await fetch(`${base}/api/public/${op}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  return (await res.json()) as Record<string, unknown>;
-}
 
 function docker(...args: string[]): string {
   return execFileSync('docker', args, { encoding: 'utf8' }).trim();
