@@ -41,6 +41,17 @@ class Peer {
   write(...parts: Buffer[]): void {
     this.socket.write(cat(...parts));
   }
+  /** Serves a 3.8 handshake with security None and a `width`×`height` desktop, up to the client's setup messages. */
+  async acceptWithoutAuth(width: number, height: number): Promise<void> {
+    this.write(version(8));
+    await this.read(12);
+    this.write(u8(1, 1));
+    await this.read(1);
+    this.write(u32(0));
+    await this.read(1);
+    this.write(serverInit(width, height));
+    await this.clientSetup();
+  }
   /** Reads the SetPixelFormat + SetEncodings the client sends after ServerInit. */
   async clientSetup(): Promise<{ pixelFormat: Buffer; encodings: number[] }> {
     const spf = await this.read(20);
@@ -148,14 +159,7 @@ describe('RfbClient', () => {
 
   it('handles DesktopSize in the middle of a capture', async () => {
     script = async (peer) => {
-      peer.write(version(8));
-      await peer.read(12);
-      peer.write(u8(1, 1));
-      await peer.read(1);
-      peer.write(u32(0));
-      await peer.read(1);
-      peer.write(serverInit(8, 8));
-      await peer.clientSetup();
+      await peer.acceptWithoutAuth(8, 8);
       await peer.read(10);
       peer.write(update([rectHeader(0, 0, 2, 1, -223)]));
       const again = await peer.read(10);
@@ -170,14 +174,7 @@ describe('RfbClient', () => {
 
   it('settles: applies updates that arrive after the full frame until the server is quiet', async () => {
     script = async (peer) => {
-      peer.write(version(8));
-      await peer.read(12);
-      peer.write(u8(1, 1));
-      await peer.read(1);
-      peer.write(u32(0));
-      await peer.read(1);
-      peer.write(serverInit(2, 1));
-      await peer.clientSetup();
+      await peer.acceptWithoutAuth(2, 1);
       await peer.read(10);
       peer.write(update([cat(rectHeader(0, 0, 2, 1, 0), rgbx(0, 0, 0), rgbx(0, 0, 0))])); // stale snapshot
       expect((await peer.read(10))[1]).toBe(1); // incremental
