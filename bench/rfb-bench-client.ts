@@ -62,7 +62,8 @@ class ByteQueue {
   }
 }
 
-export type Transport = { kind: 'tcp'; host: string; port: number } | { kind: 'ws'; url: string; protocols?: string[] };
+/** `headers` carries what a browser would send, e.g. the gateway's stream cookie. */
+export type Transport = { kind: 'tcp'; host: string; port: number } | { kind: 'ws'; url: string; protocols?: string[]; headers?: Record<string, string> };
 
 /** A minimal RFB client for benchmarks: Raw encoding only, one request at a time. */
 export class RfbBenchClient {
@@ -89,7 +90,7 @@ export class RfbBenchClient {
         this.send = (b) => socket.write(b);
         this.close = () => socket.destroy();
       } else {
-        const ws = new WebSocket(transport.url, transport.protocols ?? [], { perMessageDeflate: false });
+        const ws = new WebSocket(transport.url, transport.protocols ?? [], { perMessageDeflate: false, headers: transport.headers });
         ws.binaryType = 'nodebuffer';
         ws.on('message', (data: Buffer) => this.queue.push(data)).on('open', () => resolve()).on('error', (e) => (reject(e), this.queue.fail(e))).on('close', () => this.queue.fail(new Error('closed')));
         this.send = (b) => ws.send(b);

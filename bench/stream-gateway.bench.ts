@@ -123,7 +123,12 @@ async function main(): Promise<void> {
     const container = execFileSync('docker', ['ps', '-q', '--filter', `label=workspace-server.deployment-id=${settings.DEPLOYMENT_ID}`], { encoding: 'utf8' }).trim().split('\n')[0];
     const desktopPid = Number(execFileSync('docker', ['inspect', '-f', '{{.State.Pid}}', container], { encoding: 'utf8' }).trim());
     const jwt = (running.workspace_url as string).split('/').pop() as string;
-    const gatewayUrl = `ws://127.0.0.1:${apiPort}/api/stream/${workspaceId}/vnc?token=${jwt}`;
+    // The gateway takes the session only from its cookie, which the browser client's connect call sets.
+    const connected = await fetch(`${base}/api/client/connect`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ session_jwt: jwt, workspace_id: workspaceId }) });
+    const streamCookie = connected.headers.getSetCookie().find((c) => c.startsWith('ws_stream='))?.split(';')[0];
+    if (!connected.ok || !streamCookie) throw new Error(`POST /api/client/connect answered ${connected.status} without a stream cookie`);
+    const gatewayUrl = `ws://127.0.0.1:${apiPort}/api/stream/${workspaceId}/vnc`;
+    const gatewayHeaders = { cookie: streamCookie };
 
     client = ClientProcess.start();
     const websockifyPort = await freePort();
@@ -132,7 +137,7 @@ async function main(): Promise<void> {
     await listening(websockifyPort);
     await compare(client, 'VNC stream of the reference desktop (x11vnc)', desktopPid, [
       ['direct TCP (baseline)', { kind: 'tcp', host: '127.0.0.1', port: workspace.port }, workspace.token, undefined],
-      ['stream gateway', { kind: 'ws', url: gatewayUrl }, undefined, api.pid],
+      ['stream gateway', { kind: 'ws', url: gatewayUrl, headers: gatewayHeaders }, undefined, api.pid],
       ['websockify', { kind: 'ws', url: `ws://127.0.0.1:${websockifyPort}/`, protocols: ['binary'] }, workspace.token, websockify.pid],
     ], ROUNDS, THROUGHPUT_ROUNDS, "x11vnc's update loop paces both proxies, so they tie");
 
@@ -149,7 +154,7 @@ async function main(): Promise<void> {
     await listening(syntheticWebsockifyPort);
     await compare(client, 'Synthetic RFB stream answered at once (the proxy is the limit)', synthetic.pid!, [
       ['direct TCP (baseline)', { kind: 'tcp', host: '127.0.0.1', port: syntheticPort }, undefined, undefined],
-      ['stream gateway', { kind: 'ws', url: gatewayUrl }, undefined, api.pid],
+      ['stream gateway', { kind: 'ws', url: gatewayUrl, headers: gatewayHeaders }, undefined, api.pid],
       ['websockify', { kind: 'ws', url: `ws://127.0.0.1:${syntheticWebsockifyPort}/`, protocols: ['binary'] }, undefined, syntheticWebsockify.pid],
     ], ROUNDS, SYNTHETIC_ROUNDS, 'target ≥ 1.00');
   } finally {

@@ -2,6 +2,7 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { AppConfig, loadConfig } from '@ws/common';
 import { AppModule } from './app.module';
+import { registerBrowserRequestGuard } from './client/browser-request-guard';
 import { configureFastify } from './http-setup';
 import { registerWebClient } from './web/web-client';
 
@@ -10,6 +11,7 @@ export async function createApi(overrides: Partial<AppConfig> = {}): Promise<Nes
   const config = Object.assign(loadConfig(), overrides);
   const adapter = new FastifyAdapter({ bodyLimit: config.MAX_BODY_BYTES, trustProxy: true });
   configureFastify(adapter.getInstance());
+  registerBrowserRequestGuard(adapter.getInstance(), config.PUBLIC_BASE_URL);
   await registerWebClient(adapter.getInstance());
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(overrides), adapter, {
     bodyParser: false,

@@ -18,6 +18,8 @@ export enum ErrorCode {
   /** The target exists but is not in a state that allows the operation (workspace not running). */
   InvalidState = 'invalid_state',
   PayloadTooLarge = 'payload_too_large',
+  /** A browser route (`/api/client/*`) posted with a Content-Type other than application/json. */
+  UnsupportedMediaType = 'unsupported_media_type',
   RateLimited = 'rate_limited',
   /** No server has room for the request right now; retrying later may succeed. */
   NoCapacity = 'no_capacity',
@@ -42,6 +44,8 @@ export function httpStatusFor(code: ErrorCode): number {
       return 409;
     case ErrorCode.PayloadTooLarge:
       return 413;
+    case ErrorCode.UnsupportedMediaType:
+      return 415;
     case ErrorCode.RateLimited:
       return 429;
     case ErrorCode.NoCapacity:

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { LessThanOrEqual, Repository } from 'typeorm';
-import { addSeconds, ApiError, AppConfig, ErrorCode, newId, randomSecret, sha256 } from '@ws/common';
+import { IsNull, LessThanOrEqual, MoreThan, Repository } from 'typeorm';
+import { addSeconds, ApiError, AppConfig, ErrorCode, newId, randomSecret, sha256, toWireId } from '@ws/common';
 import { SettingsService } from '@ws/settings/settings.service';
 import { LoginLink } from './login-link.entity';
 import { IssuedToken, SessionTokensService } from './session-tokens.service';
@@ -26,17 +26,26 @@ export class LoginLinksService {
     return `${this.config.PUBLIC_BASE_URL}/#/login/${secret}`;
   }
 
-  /** Spends the link (atomically: a second use fails) and opens a session for its user. */
+  /**
+   * Spends the link (atomically: a second use fails) and opens a session for its user. A locked or disabled
+   * user's link is refused (409) and stays unspent, so it works again if the user is unlocked in time.
+   */
   async redeem(secret: string): Promise<IssuedToken> {
+    const hash = sha256(secret);
     const result = await this.links
       .createQueryBuilder()
       .update()
       .set({ usedAt: () => 'now()' })
-      .where('secret_sha256 = :hash AND used_at IS NULL AND expires_at > now()', { hash: sha256(secret) })
+      .where('secret_sha256 = :hash AND used_at IS NULL AND expires_at > now()', { hash })
+      .andWhere('user_id IN (SELECT id FROM users WHERE NOT locked AND NOT disabled)')
       .returning('user_id')
       .execute();
     const row = (result.raw as Array<{ user_id: string }>)[0];
-    if (!row) throw new ApiError(ErrorCode.Unauthenticated, 'This login link is invalid, expired or already used');
+    if (!row) {
+      const unspent = await this.links.findOneBy({ secretSha256: hash, usedAt: IsNull(), expiresAt: MoreThan(new Date()) });
+      if (unspent) await this.users.findActive(toWireId(unspent.userId)); // throws: locked or disabled
+      throw new ApiError(ErrorCode.Unauthenticated, 'This login link is invalid, expired or already used');
+    }
     return this.tokens.create(row.user_id);
   }
 

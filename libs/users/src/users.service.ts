@@ -75,6 +75,12 @@ export class UsersService {
     return user;
   }
 
+  /** True when every one of these users exists and is neither locked nor disabled (open streams re-check this). */
+  async allActive(userIds: string[]): Promise<boolean> {
+    const ids = [...new Set(userIds)];
+    return (await this.users.countBy({ id: In(ids), locked: false, disabled: false })) === ids.length;
+  }
+
   list(): Promise<User[]> {
     return this.users.find({ order: { createdAt: 'ASC', id: 'ASC' } });
   }

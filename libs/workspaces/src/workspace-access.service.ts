@@ -1,8 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { Repository } from 'typeorm';
-import { ApiError, ErrorCode } from '@ws/common';
+import { MoreThan, Repository } from 'typeorm';
+import { ApiError, ErrorCode, toWireId } from '@ws/common';
+import { SessionToken } from '@ws/users/session-token.entity';
 import { SessionTokensService } from '@ws/users/session-tokens.service';
+import { User } from '@ws/users/user.entity';
+import { UsersService } from '@ws/users/users.service';
 import { Workspace } from './workspace.entity';
 import { findLiveWorkspace, WorkspaceTarget } from './workspace-lookup';
 
@@ -16,16 +19,26 @@ export interface WorkspaceGrant {
   sessionTokenId: string;
 }
 
+/** What an open stream rests on: re-checked when any of it changes (PostgreSQL notices). */
+export interface StreamStanding {
+  sessionTokenId: string;
+  userId: string;
+  ownerId: string | null;
+}
+
 /**
  * Who may open which workspace in a browser. The JWT must be live (not revoked, expired or superseded);
  * an owner's link names the workspace and its owner; a view-only link (join_workspace) names the workspace
- * it was made for and grants nothing else.
+ * it was made for and grants nothing else. The link's user must be neither locked nor disabled, and neither
+ * may the workspace's owner be: a locked owner's workspace is not streamed to joiners either.
  */
 @Injectable()
 export class WorkspaceAccess {
   constructor(
     @InjectRepository(Workspace) private readonly workspaces: Repository<Workspace>,
     private readonly tokens: SessionTokensService,
+    private readonly users: UsersService,
+    @InjectRepository(SessionToken) private readonly tokenRows: Repository<SessionToken>,
   ) {}
 
   /** A connect link: a workspace link admits only its owner, a share link only a view-only joiner. */
@@ -49,6 +62,22 @@ export class WorkspaceAccess {
     if (!viewOnly && !admits.owner) throw new ApiError(ErrorCode.Unauthenticated, 'This link is not a sharing link');
     if (!viewOnly && workspace.userId !== token.userId) throw new ApiError(ErrorCode.Unauthenticated, 'This link is not the owner\'s link');
     if (viewOnly && !workspace.sharingEnabled) throw new ApiError(ErrorCode.InvalidState, 'Sharing is not enabled for this workspace');
+    const user = await this.users.find(toWireId(token.userId));
+    refuseInactive(user, `User (${toWireId(user.id)})`);
+    if (viewOnly && workspace.userId) refuseInactive(await this.users.find(toWireId(workspace.userId)), 'The owner of this workspace');
     return { workspace, userId: token.userId, viewOnly, sessionTokenId: token.id };
   }
+
+  /** Why an open stream must end now (its session token is gone or expired, or a user it rests on is locked or disabled), or null. */
+  async endReason(standing: StreamStanding): Promise<string | null> {
+    const live = await this.tokenRows.existsBy({ id: standing.sessionTokenId, expiresAt: MoreThan(new Date()) });
+    if (!live) return 'the session was logged out';
+    const users = standing.ownerId ? [standing.userId, standing.ownerId] : [standing.userId];
+    return (await this.users.allActive(users)) ? null : 'the user is locked or disabled';
+  }
+}
+
+function refuseInactive(user: User, who: string): void {
+  if (user.disabled) throw new ApiError(ErrorCode.InvalidState, `${who} is disabled`);
+  if (user.locked) throw new ApiError(ErrorCode.InvalidState, `${who} is locked`);
 }
