@@ -2,16 +2,14 @@ import type { IncomingMessage, Server as HttpServer } from 'node:http';
 import { connect, Socket } from 'node:net';
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { InjectRepository } from '@nestjs/typeorm';
-import { MoreThan, Repository } from 'typeorm';
 import { WebSocketServer } from 'ws';
-import { ApiError, ErrorCode, httpStatusFor } from '@ws/common';
+import { ApiError, AppConfig, ErrorCode, httpStatusFor } from '@ws/common';
 import { PgNotifications } from '@ws/database/pg-notifications';
 import { RedisConnections } from '@ws/queue';
 import { ReadBufferPool } from '@ws/stream/read-buffer-pool';
 import { RfbSession, RfbSessionRegistry } from '@ws/stream/rfb-proxy';
-import { SessionToken } from '@ws/users/session-token.entity';
-import { STREAM_STATS_TTL_SECONDS, streamStatsKey, StreamSnapshot, WorkspaceAccess } from '@ws/workspaces';
+import { STREAM_STATS_TTL_SECONDS, streamStatsKey, StreamSnapshot, StreamStanding, WorkspaceAccess } from '@ws/workspaces';
+import { originAllowed } from '../client/browser-request-guard';
 import { STREAM_COOKIE } from '../client/client-connect.controller';
 import { authenticateToServer, greetBrowser } from './rfb-handshakes';
 
@@ -19,17 +17,17 @@ const STREAM_PATH = /^\/api\/stream\/([0-9a-fA-F-]{32,36})\/vnc$/;
 const HANDSHAKE_TIMEOUT_MS = 10_000;
 const STATS_INTERVAL_MS = 1000;
 
-interface Connection {
+interface Connection extends StreamStanding {
   session: RfbSession;
   workspaceId: string;
-  sessionTokenId: string;
 }
 
 /**
  * Bridges a browser's websocket to its workspace's VNC server. Admits only a live session token of the
  * owner (or a view-only token from join_workspace); authenticates to the VNC server itself, so the browser
  * never sees the VNC password; enforces view-only in the protocol; closes connections whose session token
- * is revoked; and publishes each connection's measurements to Redis for the stats operations.
+ * is revoked or whose user (or workspace owner) is locked or disabled; and publishes each connection's
+ * measurements to Redis for the stats operations.
  */
 @Injectable()
 export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
@@ -46,13 +44,14 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly access: WorkspaceAccess,
     private readonly notifications: PgNotifications,
     private readonly redis: RedisConnections,
-    @InjectRepository(SessionToken) private readonly tokens: Repository<SessionToken>,
+    private readonly config: AppConfig,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
     const server = this.adapterHost.httpAdapter.getHttpServer() as HttpServer;
     server.on('upgrade', (request: IncomingMessage, socket: Socket, head: Buffer) => void this.upgrade(request, socket, head));
     await this.notifications.subscribe('session_token_changed', (id) => void this.recheck((c) => c.sessionTokenId === id));
+    await this.notifications.subscribe('user_access_changed', (id) => void this.recheck((c) => c.userId === id || c.ownerId === id));
     this.notifications.onReset(() => void this.recheck(() => true));
     this.statsTimer = setInterval(() => void this.publishStats(), STATS_INTERVAL_MS);
     this.statsTimer.unref();
@@ -70,8 +69,12 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
     if (!match) return reject(socket, 404, 'Unknown stream');
     let vnc: Socket | null = null;
     try {
-      assertSameOrigin(request);
-      const jwt = cookie(request.headers.cookie, STREAM_COOKIE) ?? url.searchParams.get('token');
+      // A browser's websocket must come from a page of this service (the stream cookie may be SameSite=None).
+      if (!originAllowed(request.headers.origin, request.headers.host, new URL(this.config.PUBLIC_BASE_URL).origin)) {
+        throw new ApiError(ErrorCode.Forbidden, 'Streams may only be opened from pages of this service');
+      }
+      // Only the cookie: a token in the url would land in proxy and access logs.
+      const jwt = cookie(request.headers.cookie, STREAM_COOKIE);
       if (!jwt) throw new ApiError(ErrorCode.Unauthenticated, 'No session: open the workspace link first');
       const grant = await this.access.authorizeStream(jwt, match[1]);
       const { workspace } = grant;
@@ -89,7 +92,7 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
               preAuthenticated: true, viewOnly: grant.viewOnly, workspaceId: workspace.id, userId: grant.userId,
               onChunkSent: (chunk) => this.readBuffers.release(chunk),
             });
-            const connection: Connection = { session, workspaceId: workspace.id, sessionTokenId: grant.sessionTokenId };
+            const connection: Connection = { session, workspaceId: workspace.id, sessionTokenId: grant.sessionTokenId, userId: grant.userId, ownerId: workspace.userId };
             this.connections.add(connection);
             this.registry.add(workspace.id, session);
             session.onClose(() => {
@@ -110,11 +113,11 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
     }
   }
 
-  /** Closes connections whose session token no longer exists or has expired. */
+  /** Closes connections whose session token is gone or expired, or whose user or workspace owner is locked or disabled. */
   private async recheck(which: (c: Connection) => boolean): Promise<void> {
     for (const connection of [...this.connections].filter(which)) {
-      const live = await this.tokens.existsBy({ id: connection.sessionTokenId, expiresAt: MoreThan(new Date()) }).catch(() => true);
-      if (!live) connection.session.close('the session was logged out', 'proxy');
+      const reason = await this.access.endReason(connection).catch(() => null);
+      if (reason) connection.session.close(reason, 'proxy');
     }
   }
 
@@ -133,19 +136,6 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
 function reject(socket: Socket, status: number, message: string): void {
   const body = JSON.stringify({ error_message: message });
   socket.end(`HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : status === 403 ? 'Forbidden' : 'Error'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
-}
-
-/** A browser's websocket must come from a page of this host (the stream cookie may be SameSite=None). */
-function assertSameOrigin(request: IncomingMessage): void {
-  const origin = request.headers.origin;
-  if (!origin) return; // not a browser
-  let host: string;
-  try {
-    host = new URL(origin).host;
-  } catch {
-    throw new ApiError(ErrorCode.Forbidden, 'Invalid Origin');
-  }
-  if (host !== request.headers.host) throw new ApiError(ErrorCode.Forbidden, 'Streams may only be opened from pages of this service');
 }
 
 function cookie(header: string | undefined, name: string): string | null {
