@@ -51,6 +51,17 @@ export class TestApi {
     return `http://127.0.0.1:${address.port}`;
   }
 
+  /**
+   * A second api process on this api's database and Redis prefix, as a replica behind a load balancer would
+   * be (its own PostgreSQL LISTEN connection and pools). Close it before this api.
+   */
+  async replica(): Promise<NestFastifyApplication> {
+    const app = await createApi(this.settings);
+    await app.init();
+    await app.getHttpAdapter().getInstance().ready();
+    return app;
+  }
+
   async startWorker(overrides: Partial<AppConfig> = {}): Promise<void> {
     this.worker = await createWorker({ ...this.settings, ...overrides });
   }
