@@ -60,15 +60,24 @@ export function httpStatusFor(code: ErrorCode): number {
   }
 }
 
+export interface ApiErrorOptions {
+  /** Sent as the Retry-After header (whole seconds): when a 429 or 503 may be retried. */
+  retryAfterSeconds?: number;
+}
+
 export class ApiError extends Error {
+  readonly retryAfterSeconds?: number;
+
   constructor(
     readonly code: ErrorCode,
     message: string,
     /** Extra top-level fields for the error body (e.g. operational_status of a starting workspace). */
     readonly details: Record<string, unknown> = {},
+    options: ApiErrorOptions = {},
   ) {
     super(message);
     this.name = 'ApiError';
+    if (options.retryAfterSeconds !== undefined) this.retryAfterSeconds = Math.max(1, Math.ceil(options.retryAfterSeconds));
   }
 
   static invalidId(field: string, value: unknown): ApiError {

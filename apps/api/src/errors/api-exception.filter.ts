@@ -6,6 +6,8 @@ import { ApiError, ErrorCode, httpStatusFor } from '@ws/common';
 interface ErrorBody {
   status: number;
   body: Record<string, unknown>;
+  /** Becomes the Retry-After header. */
+  retryAfterSeconds?: number;
 }
 
 /** Fastify's own errors (body parsing, limits) by code. */
@@ -21,7 +23,7 @@ const logger = new Logger('Errors');
 /** Every failure leaves as `{error_message}` with the status of its code; an unexpected one gets an error_id, never a stack. */
 export function describeError(error: unknown): ErrorBody {
   if (error instanceof ApiError) {
-    return { status: httpStatusFor(error.code), body: { error_message: error.message, ...error.details } };
+    return { status: httpStatusFor(error.code), body: { error_message: error.message, ...error.details }, retryAfterSeconds: error.retryAfterSeconds };
   }
   if (error instanceof HttpException) {
     const status = error.getStatus();
@@ -47,7 +49,8 @@ export class ApiExceptionFilter implements ExceptionFilter {
   catch(error: unknown, host: ArgumentsHost): void {
     if (host.getType() !== 'http') throw error;
     const reply = host.switchToHttp().getResponse<FastifyReply>();
-    const { status, body } = describeError(error);
+    const { status, body, retryAfterSeconds } = describeError(error);
+    if (retryAfterSeconds !== undefined) void reply.header('retry-after', String(retryAfterSeconds));
     void reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
   }
 }
