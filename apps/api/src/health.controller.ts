@@ -1,27 +1,60 @@
-import { Controller, Get, HttpCode } from '@nestjs/common';
+import { Controller, Get, HttpCode, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { PublicRoute } from '@ws/auth';
-import { ApiError, ErrorCode } from '@ws/common';
+import { ApiError, AppConfig, ErrorCode } from '@ws/common';
 import { RedisConnections } from '@ws/queue';
 
-@Controller('api')
+@Controller('api/health')
 export class HealthController {
+  private readonly logger = new Logger(HealthController.name);
+
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly redis: RedisConnections,
+    private readonly config: AppConfig,
   ) {}
 
-  /** Ready when PostgreSQL and Redis answer. */
-  @Get('health')
+  /**
+   * Readiness: 200 when PostgreSQL and Redis both answer within DEPENDENCY_TIMEOUT_MS, else 503 (with
+   * Retry-After) naming each one that did not. Load balancers route by it; it never waits longer than the bound.
+   */
+  @Get()
   @HttpCode(200)
   @PublicRoute()
-  async health() {
-    try {
-      await Promise.all([this.db.query('SELECT 1'), this.redis.shared().ping()]);
-    } catch (err) {
-      throw new ApiError(ErrorCode.Unavailable, `Not ready: ${(err as Error).message}`);
-    }
+  async ready() {
+    const failures = (
+      await Promise.all([
+        this.check('PostgreSQL', () => this.db.query('SELECT 1')),
+        this.check('Redis', () => this.redis.shared().ping()),
+      ])
+    ).filter((failure): failure is string => failure !== null);
+    if (failures.length) throw new ApiError(ErrorCode.Unavailable, `Not ready: ${failures.join('; ')}`);
     return { status: 'ok' };
+  }
+
+  /** Liveness: the process serves HTTP. Touches no dependency, so an outage of one never gets the api restarted. */
+  @Get('live')
+  @HttpCode(200)
+  @PublicRoute()
+  live() {
+    return { status: 'ok' };
+  }
+
+  /** Null when `probe` answers within the bound, else what went wrong (details go to the log, not to anonymous callers). */
+  private async check(name: string, probe: () => Promise<unknown>): Promise<string | null> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<string>((resolve) => {
+      timer = setTimeout(() => resolve(`${name} did not answer within ${this.config.DEPENDENCY_TIMEOUT_MS} ms`), this.config.DEPENDENCY_TIMEOUT_MS);
+    });
+    try {
+      const failed = (err: Error) => {
+        this.logger.warn(`health: ${name}: ${err.message}`);
+        return `${name} is unavailable`;
+      };
+      return await Promise.race([probe().then(() => null, failed), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }

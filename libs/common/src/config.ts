@@ -23,6 +23,11 @@ export class AppConfig {
   @Matches(/^[a-z_][a-z0-9_]{0,62}$/, { message: 'must be a lowercase PostgreSQL identifier' })
   DATABASE_NAME = 'workspace_server';
   @Transform(toInt) @IsInt() @Min(1) @Max(200) DATABASE_POOL_SIZE = 10;
+  /**
+   * Bound on waiting for PostgreSQL or Redis: connecting, one SQL statement, one Redis command. Past it the
+   * request answers 503 with Retry-After instead of hanging while a dependency is down or stalled.
+   */
+  @Transform(toInt) @IsInt() @Min(100) @Max(120_000) DEPENDENCY_TIMEOUT_MS = 5000;
 
   @Matches(/^rediss?:\/\//, { message: 'must be a redis:// or rediss:// url' }) REDIS_URL = 'redis://127.0.0.1:6379';
   /** Prefix for every Redis key and queue of this deployment (tests use their own). */

@@ -20,8 +20,26 @@ export function dataSourceOptions(config: AppConfig, database = config.DATABASE_
     migrationsTableName: 'migrations',
     namingStrategy: new SnakeNamingStrategy(),
     synchronize: false,
-    extra: { max: config.DATABASE_POOL_SIZE, application_name: 'workspace-server' },
+    // Connecting (and waiting for a pooled connection) is bounded, so an unreachable server fails fast;
+    // keepalive lets the kernel notice a peer that vanished without closing the connection.
+    extra: {
+      max: config.DATABASE_POOL_SIZE, application_name: 'workspace-server',
+      connectionTimeoutMillis: config.DEPENDENCY_TIMEOUT_MS, keepAlive: true,
+    },
   };
+}
+
+/**
+ * Statement bounds for the running services (not for migrations, which may take long). The server cancels a
+ * statement at DEPENDENCY_TIMEOUT_MS and the connection stays usable; if the server itself is stalled the
+ * client gives up a second later. Either way the request answers 503 instead of waiting.
+ */
+export function runtimeDataSourceOptions(config: AppConfig): DataSourceOptions {
+  const options = dataSourceOptions(config);
+  return {
+    ...options,
+    extra: { ...options.extra, statement_timeout: config.DEPENDENCY_TIMEOUT_MS, query_timeout: config.DEPENDENCY_TIMEOUT_MS + 1000 },
+  } as DataSourceOptions;
 }
 
 /** For the typeorm CLI (migration:generate in scripts/migration-*.sh). */

@@ -1,7 +1,7 @@
 import { Global, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AppConfig } from '@ws/common';
-import { dataSourceOptions } from './data-source';
+import { runtimeDataSourceOptions } from './data-source';
 import { PgNotifications } from './pg-notifications';
 
 @Global()
@@ -9,7 +9,7 @@ import { PgNotifications } from './pg-notifications';
   imports: [
     TypeOrmModule.forRootAsync({
       inject: [AppConfig],
-      useFactory: (config: AppConfig) => ({ ...dataSourceOptions(config), migrationsRun: false }),
+      useFactory: (config: AppConfig) => ({ ...runtimeDataSourceOptions(config), migrationsRun: false }),
     }),
   ],
   providers: [PgNotifications],

@@ -4,9 +4,14 @@ import { AppConfig } from '@ws/common';
 
 type Handler = (payload: string) => void;
 
+/** How often the LISTEN connection proves it is alive: a stalled server or a silently dropped connection sends no error. */
+const HEARTBEAT_MS = 10_000;
+
 /**
  * One LISTEN connection per process. Subscribers also get `onReset` when the connection drops, because
- * notices sent while it was down are lost: whoever caches must then forget everything.
+ * notices sent while it was down are lost: whoever caches must then forget everything. After a drop it
+ * reconnects every second and LISTENs on every channel again; a heartbeat notices a connection that died
+ * without saying so.
  */
 @Injectable()
 export class PgNotifications implements OnModuleDestroy {
@@ -17,6 +22,7 @@ export class PgNotifications implements OnModuleDestroy {
   private connecting: Promise<void> | null = null;
   private stopped = false;
   private retryTimer: NodeJS.Timeout | null = null;
+  private heartbeatTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly config: AppConfig) {}
 
@@ -50,7 +56,11 @@ export class PgNotifications implements OnModuleDestroy {
     const client = new Client({
       host: this.config.DATABASE_HOST, port: this.config.DATABASE_PORT, user: this.config.DATABASE_USER,
       password: this.config.DATABASE_PASSWORD, database: this.config.DATABASE_NAME, application_name: 'workspace-server-listen',
+      connectionTimeoutMillis: this.config.DEPENDENCY_TIMEOUT_MS, query_timeout: this.config.DEPENDENCY_TIMEOUT_MS, keepAlive: true,
     });
+    // Registered first: an error while connecting must not go unhandled (drop ignores a client not yet in use).
+    client.on('error', () => this.drop(client));
+    client.on('end', () => this.drop(client));
     try {
       await client.connect();
       for (const channel of this.handlers.keys()) await client.query(`LISTEN ${channel}`);
@@ -63,14 +73,22 @@ export class PgNotifications implements OnModuleDestroy {
     client.on('notification', (msg) => {
       for (const handler of this.handlers.get(msg.channel) ?? []) handler(msg.payload ?? '');
     });
-    client.on('error', () => this.drop(client));
-    client.on('end', () => this.drop(client));
+    if (this.stopped) {
+      await client.end().catch(() => undefined);
+      return;
+    }
     this.client = client;
+    this.heartbeatTimer = setInterval(() => void client.query('SELECT 1').catch(() => this.drop(client)), HEARTBEAT_MS);
+    this.heartbeatTimer.unref();
   }
 
   private drop(client: Client): void {
     if (this.client !== client) return;
     this.client = null;
+    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+    this.heartbeatTimer = null;
+    void client.end().catch(() => undefined);
+    this.logger.warn('LISTEN connection lost; reconnecting');
     for (const handler of this.resetHandlers) handler();
     if (!this.stopped) this.scheduleRetry();
   }
@@ -87,6 +105,7 @@ export class PgNotifications implements OnModuleDestroy {
   async onModuleDestroy(): Promise<void> {
     this.stopped = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
+    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     const client = this.client;
     this.client = null;
     await client?.end().catch(() => undefined);

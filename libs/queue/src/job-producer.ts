@@ -24,13 +24,19 @@ export class JobProducer implements OnModuleDestroy {
   queue(name: QueueName): Queue {
     let queue = this.queues.get(name);
     if (!queue) {
-      queue = new Queue(name, { connection: this.redis.shared(), prefix: this.config.REDIS_PREFIX });
-      this.queues.set(name, queue);
+      const created = new Queue(name, { connection: this.redis.shared(), prefix: this.config.REDIS_PREFIX });
+      // Connection errors are reported by health; a queue whose first check failed (Redis stalled) stays
+      // broken in BullMQ, so the next call builds a new one.
+      created.on('error', () => undefined);
+      created.waitUntilReady().catch(() => this.queues.get(name) === created && this.queues.delete(name));
+      this.queues.set(name, created);
+      queue = created;
     }
     return queue;
   }
 
   async enqueue<J extends JobName>(name: J, payload: JobPayloads[J], options: JobsOptions = {}): Promise<void> {
+    this.redis.assertConnected();
     await this.queue(JOB_QUEUE[name]).add(name, payload, { ...DEFAULTS, ...options });
   }
 
@@ -39,6 +45,7 @@ export class JobProducer implements OnModuleDestroy {
    * replaces a finished one (a completed job keeps its id for a while and would swallow a plain add).
    */
   async ensure<J extends JobName>(name: J, payload: JobPayloads[J], id: string): Promise<void> {
+    this.redis.assertConnected();
     const queue = this.queue(JOB_QUEUE[name]);
     const existing = await queue.getJob(id);
     if (existing) {

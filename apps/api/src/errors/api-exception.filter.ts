@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { ApiError, ErrorCode, httpStatusFor } from '@ws/common';
+import { ApiError, dependencyOutage, ErrorCode, httpStatusFor, RETRY_AFTER_SECONDS } from '@ws/common';
 
 interface ErrorBody {
   status: number;
@@ -39,6 +39,12 @@ export function describeError(error: unknown): ErrorBody {
   if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) {
     return { status: statusCode, body: { error_message: (error as Error).message } };
   }
+  // PostgreSQL or Redis down, stalled or refusing: the client may retry, so 503 (never 500).
+  const dependency = dependencyOutage(error);
+  if (dependency) {
+    logger.warn(`dependency outage (${dependency}): ${(error as Error)?.message ?? String(error)}`);
+    return { status: httpStatusFor(ErrorCode.Unavailable), body: { error_message: `${dependency} is unavailable; retry later` }, retryAfterSeconds: RETRY_AFTER_SECONDS };
+  }
   const errorId = randomUUID().replace(/-/g, '');
   logger.error(`error_id=${errorId} ${(error as Error)?.stack ?? String(error)}`);
   return { status: 500, body: { error_message: 'Internal error', error_id: errorId } };
@@ -50,7 +56,9 @@ export class ApiExceptionFilter implements ExceptionFilter {
     if (host.getType() !== 'http') throw error;
     const reply = host.switchToHttp().getResponse<FastifyReply>();
     const { status, body, retryAfterSeconds } = describeError(error);
-    if (retryAfterSeconds !== undefined) void reply.header('retry-after', String(retryAfterSeconds));
+    // Every 503 says when to come back; a service that knows better sets its own.
+    const retryAfter = retryAfterSeconds ?? (status === 503 ? RETRY_AFTER_SECONDS : undefined);
+    if (retryAfter !== undefined) void reply.header('retry-after', String(retryAfter));
     void reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
   }
 }

@@ -3,7 +3,7 @@ import { connect, Socket } from 'node:net';
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { WebSocketServer } from 'ws';
-import { ApiError, AppConfig, ErrorCode, httpStatusFor } from '@ws/common';
+import { ApiError, AppConfig, dependencyOutage, ErrorCode, httpStatusFor, RETRY_AFTER_SECONDS } from '@ws/common';
 import { PgNotifications } from '@ws/database/pg-notifications';
 import { RedisConnections } from '@ws/queue';
 import { ReadBufferPool } from '@ws/stream/read-buffer-pool';
@@ -68,6 +68,8 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
     const match = STREAM_PATH.exec(url.pathname);
     if (!match) return reject(socket, 404, 'Unknown stream');
     let vnc: Socket | null = null;
+    // Failures before admission are the database's or Redis's (503); after it, the desktop's (502).
+    let admitted = false;
     try {
       // A browser's websocket must come from a page of this service (the stream cookie may be SameSite=None).
       if (!originAllowed(request.headers.origin, request.headers.host, new URL(this.config.PUBLIC_BASE_URL).origin)) {
@@ -77,6 +79,7 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
       const jwt = cookie(request.headers.cookie, STREAM_COOKIE);
       if (!jwt) throw new ApiError(ErrorCode.Unauthenticated, 'No session: open the workspace link first');
       const grant = await this.access.authorizeStream(jwt, match[1]);
+      admitted = true;
       const { workspace } = grant;
       const port = workspace.hostPorts.vnc;
       if (workspace.status !== 'running' || !workspace.server || !port) {
@@ -108,6 +111,8 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
     } catch (err) {
       vnc?.destroy();
       if (err instanceof ApiError) return reject(socket, httpStatusFor(err.code), err.message);
+      const dependency = admitted ? null : dependencyOutage(err);
+      if (dependency) return reject(socket, 503, `${dependency} is unavailable; retry later`);
       this.logger.warn(`stream ${match[1]}: ${(err as Error).message}`);
       return reject(socket, 502, `The workspace's desktop did not answer: ${(err as Error).message}`);
     }
@@ -135,7 +140,8 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
 
 function reject(socket: Socket, status: number, message: string): void {
   const body = JSON.stringify({ error_message: message });
-  socket.end(`HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : status === 403 ? 'Forbidden' : 'Error'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  const retryAfter = status === 503 ? `Retry-After: ${RETRY_AFTER_SECONDS}\r\n` : '';
+  socket.end(`HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : status === 403 ? 'Forbidden' : 'Error'}\r\n${retryAfter}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }
 
 function cookie(header: string | undefined, name: string): string | null {
