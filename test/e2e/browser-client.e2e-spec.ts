@@ -230,6 +230,38 @@ describe('browser client (noVNC in chromium against a live api and workspace)', 
     expect(await page.locator('#view-only-badge').count()).toBe(0);
   });
 
+  it('takes the link\'s JWT out of the address bar and history; a reload and back/forward still show the desktop', async () => {
+    const jwt = ownerUrl.split('/').pop() as string;
+    const page = await open(`${ownerUrl}?disable_tips=1`);
+    await expectState(page, 'connected');
+    await desktopRendered(page);
+    // The route stays (without the JWT), and so do the session component arguments.
+    expect(page.url()).toBe(`${base}/#/connect/workspace/${workspaceId}/${ownerId}?disable_tips=1`);
+    expect(await page.evaluate(() => location.href)).not.toContain(jwt);
+    expect(await page.evaluate(() => JSON.stringify(history.state))).not.toContain(jwt);
+
+    // A reload finds the JWT in this tab's sessionStorage and connects again.
+    await page.reload();
+    await expectState(page, 'connected');
+    await desktopRendered(page);
+    expect(page.url()).not.toContain(jwt);
+
+    // Every history entry of the tab is JWT-free: back leaves the client, forward comes back to it and connects.
+    await page.goBack();
+    expect(page.url()).not.toContain(jwt);
+    await page.goForward();
+    await page.waitForFunction(() => document.documentElement.dataset.app === 'ready', null, { timeout: 30_000 });
+    expect(page.url()).toBe(`${base}/#/connect/workspace/${workspaceId}/${ownerId}?disable_tips=1`);
+    await expectState(page, 'connected');
+    await desktopRendered(page);
+
+    // Another tab (no sessionStorage of its own) with the JWT-free address says clearly what to do.
+    const other = await open(`/#/connect/workspace/${workspaceId}/${ownerId}`);
+    await expectState(other, 'error');
+    expect(await other.locator('h1').innerText()).toBe('This link is no longer valid');
+    expect(await other.locator('#page').innerText()).toContain('Open the link you were given again');
+  });
+
   it('a joiner sees the same desktop view-only: only the owner\'s typing reaches it', async () => {
     const joined = await api.call('join_workspace', key, { share_id: shareId });
     expect(joined.status).toBe(200);

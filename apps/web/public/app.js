@@ -9,6 +9,7 @@ const START_POLL_MS = 1000;
 const MAX_START_POLLS = 180;
 const MAX_STREAM_RETRIES = 3;
 const SESSION_STORAGE_KEY = 'workspace-server.session';
+const LINK_STORAGE_PREFIX = 'workspace-server.link.';
 const NOVNC = '/novnc/core/rfb.js';
 
 /** What the current route owns: aborted/closed when the route changes. */
@@ -49,7 +50,9 @@ function landing() {
 
 async function connect(mine, route, flags) {
   const { signal } = mine.controller;
-  const body = route.name === 'join' ? { session_jwt: route.jwt, share_id: route.shareId } : { session_jwt: route.jwt, workspace_id: route.workspaceId };
+  const jwt = takeLinkJwt(route);
+  if (!jwt) return showInvalidLink('This tab no longer holds the link\'s session. Open the link you were given again.');
+  const body = route.name === 'join' ? { session_jwt: jwt, share_id: route.shareId } : { session_jwt: jwt, workspace_id: route.workspaceId };
   const retry = () => run();
   document.title = 'Connecting… · workspace-server';
   showPage({ state: 'loading', title: 'Connecting…', lead: 'Connecting to your workspace.' });
@@ -82,6 +85,7 @@ async function connect(mine, route, flags) {
     }
     if (status === 401) return showInvalidLink(errorMessage(data));
     if (status === 400) return showUnavailable(errorMessage(data));
+    if (status === 403 || status === 409) return showRefused(errorMessage(data));
     return showGenericError(errorMessage(data) || `The server answered ${status}.`, retry);
   }
   showPage({
@@ -92,6 +96,38 @@ async function connect(mine, route, flags) {
     actions: [{ label: 'Try again', onClick: retry }],
     tone: 'warn',
   });
+}
+
+/**
+ * The link's JWT, moved out of the address bar (and so out of history, bookmarks and screen shares) into
+ * this tab's sessionStorage before it is used: the address keeps the route without it, and a reload finds
+ * the JWT there. Without storage (disabled) the JWT leaves the address all the same; a reload then asks for
+ * the link again.
+ */
+function takeLinkJwt(route) {
+  const key = `${LINK_STORAGE_PREFIX}${route.name}.${route.name === 'join' ? route.shareId : route.workspaceId}`;
+  if (!route.jwt) {
+    try {
+      return sessionStorage.getItem(key);
+    } catch {
+      return null;
+    }
+  }
+  try {
+    sessionStorage.setItem(key, route.jwt);
+  } catch {
+    // storage disabled: this page load still works
+  }
+  const hash = location.hash;
+  const query = hash.includes('?') ? hash.slice(hash.indexOf('?')) : '';
+  const id = route.name === 'join' ? route.shareId : route.workspaceId;
+  const kind = route.name === 'join' ? 'join' : 'workspace';
+  try {
+    history.replaceState(null, '', `${location.pathname}${location.search}#/connect/${kind}/${encodeURIComponent(id)}/${encodeURIComponent(route.userId)}${query}`);
+  } catch {
+    // not allowed (sandboxed): harmless
+  }
+  return route.jwt;
 }
 
 function showStarting(data) {
@@ -214,6 +250,18 @@ function showInvalidLink(message) {
   });
 }
 
+function showRefused(message) {
+  document.title = 'Access refused · workspace-server';
+  showPage({
+    state: 'error',
+    key: 'refused',
+    title: 'This workspace cannot be opened',
+    lead: 'Access to it was refused.',
+    detail: message || undefined,
+    tone: 'warn',
+  });
+}
+
 function showUnavailable(message) {
   document.title = 'Not available · workspace-server';
   showPage({
@@ -286,6 +334,18 @@ async function login(mine, route) {
       lead: 'You are signed in.',
       body: [h('p', { class: 'meta' }, 'User ID: ', h('code', { id: 'signed-in-user' }, String(data.user_id)))],
       tone: 'good',
+    });
+    return;
+  }
+  if (status === 409) {
+    document.title = 'Cannot sign in · workspace-server';
+    showPage({
+      state: 'error',
+      key: 'login-refused',
+      title: 'Cannot sign in',
+      lead: 'This account cannot sign in at the moment.',
+      detail: errorMessage(data) || undefined,
+      tone: 'warn',
     });
     return;
   }

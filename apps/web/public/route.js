@@ -2,6 +2,8 @@
 //
 //   #/connect/workspace/<workspace_id>/<user_id>/<session_jwt>[?args]
 //   #/connect/join/<share_id>/<user_id>/<session_jwt>[?args]
+//   the same without <session_jwt>: what the address bar shows once the client has taken the JWT out of it
+//   (it keeps the JWT in sessionStorage, so a reload of the tab still works)
 //   #/login/<secret>
 //   anything else: the landing page
 //
@@ -31,8 +33,10 @@ function parsePath(path) {
     }
   }
   const [a, b, c, d, e] = decoded;
-  if (decoded.length === 5 && a === 'connect' && b === 'workspace') return { name: 'workspace', workspaceId: c, userId: d, jwt: e };
-  if (decoded.length === 5 && a === 'connect' && b === 'join') return { name: 'join', shareId: c, userId: d, jwt: e };
+  const linked = decoded.length === 5 || decoded.length === 4;
+  const jwt = decoded.length === 5 ? e : null;
+  if (linked && a === 'connect' && b === 'workspace') return { name: 'workspace', workspaceId: c, userId: d, jwt };
+  if (linked && a === 'connect' && b === 'join') return { name: 'join', shareId: c, userId: d, jwt };
   if (decoded.length === 2 && a === 'login') return { name: 'login', secret: b };
   return { name: 'landing' };
 }
