@@ -1,0 +1,292 @@
+/**
+ * Issue 8 benchmark: the developer API under load. autocannon drives get_user, get_workspaces and
+ * get_workspace_status (stored state: running workspace rows, skip_agent_check) through the real api process,
+ * and the same requests against a bare Fastify + pg server doing the same reads (same SQL shape, the key
+ * checked from memory) in the same run: first at full speed (requests/s), then at a fixed rate (latency).
+ * Target: get_user at ≥ 0.6× the bare server's requests/s, and p99 < 25 ms with zero errors at 1,000 requests/s.
+ * Both servers run in processes of their own, so the load generator never shares their event loop.
+ */
+import 'reflect-metadata';
+import { ChildProcess, fork, spawn } from 'node:child_process';
+import { timingSafeEqual } from 'node:crypto';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import type { QueryResultRow } from 'pg';
+import { DataSource } from 'typeorm';
+import { ApiKeysService } from '@ws/auth';
+import { loadConfig, newId, randomSecret, sha256, toWireId } from '@ws/common';
+import { dropDatabase, migrate } from '@ws/database';
+import { Group, UserGroup } from '@ws/groups/group.entity';
+import { ImagesService } from '@ws/images';
+import { ServersService } from '@ws/servers';
+import { UsersService } from '@ws/users';
+import { Workspace } from '@ws/workspaces/workspace.entity';
+import { ZonesService } from '@ws/zones';
+import { createApi } from '../apps/api/src/bootstrap';
+import { freePort, treeCpuMs, until } from './harness';
+import { median } from './stats';
+
+const ROOT = join(__dirname, '..');
+const SECONDS = Number(process.env.BENCH_API_SECONDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_API_ROUNDS ?? 4);
+/** BENCH_API_OPERATIONS=get_user,… limits the run to those operations. */
+const ONLY = (process.env.BENCH_API_OPERATIONS ?? '').split(',').filter(Boolean);
+const CONNECTIONS = Number(process.env.BENCH_API_CONNECTIONS ?? 16);
+const FIXED_RATE = Number(process.env.BENCH_API_RATE ?? 1000);
+const USERS = 3;
+const TARGET_RATIO = 0.6;
+const TARGET_P99_MS = 25;
+
+interface Figures {
+  rps: number;
+  /** CPU time of the server process per answered request (less sensitive to a busy machine than requests/s). */
+  cpuUs: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+async function load(url: string, body: object, pid: number, options: { overallRate?: number; seconds: number }): Promise<Figures> {
+  const cpuBefore = treeCpuMs(pid);
+  const result = await autocannon({
+    url, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+    connections: CONNECTIONS, duration: options.seconds, overallRate: options.overallRate, timeout: 10,
+  });
+  const cpuUs = ((treeCpuMs(pid) - cpuBefore) * 1000) / Math.max(1, result.requests.total);
+  return { rps: result.requests.average, cpuUs, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.timeouts + result.non2xx };
+}
+
+/** Medians over rounds; errors summed. */
+const summary = (runs: Figures[]): Figures => ({
+  rps: median(runs.map((f) => f.rps)), cpuUs: median(runs.map((f) => f.cpuUs)), p50: median(runs.map((f) => f.p50)), p99: median(runs.map((f) => f.p99)), errors: runs.reduce((n, f) => n + f.errors, 0),
+});
+
+const fmt = (f: Figures) =>
+  `${f.rps.toFixed(0).padStart(7)} req/s   ${f.cpuUs.toFixed(0).padStart(5)} µs CPU/req   p50 ${f.p50.toFixed(1).padStart(6)} ms   p99 ${f.p99.toFixed(1).padStart(6)} ms   errors ${f.errors}`;
+
+/** Stored state: users in two groups, each with a running workspace on a registered server. */
+async function seed(settings: Record<string, string>) {
+  const setup = await createApi(settings);
+  await setup.init();
+  try {
+    const zone = await setup.get(ZonesService).ensure('default');
+    const server = await setup.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 64, memory: 256 * 1024 ** 3 });
+    const image = await setup.get(ImagesService).upsert({ name: 'bench/desktop:1', friendlyName: 'Desktop', cores: 1, memory: 1024 ** 3 });
+    const { key, secret } = await setup.get(ApiKeysService).create({ name: 'bench', permissions: ['Global Admin'] });
+    const db = setup.get(DataSource);
+    const administrators = await db.getRepository(Group).findOneByOrFail({ systemKey: 'administrators' });
+    const workspaces: Array<{ user_id: string; workspace_id: string }> = [];
+    for (let i = 0; i < USERS; i++) {
+      const user = await setup.get(UsersService).create({ username: `bench-${i}`, first_name: 'Bench', last_name: `User ${i}` });
+      await db.getRepository(UserGroup).insert({ userId: user.id, groupId: administrators.id });
+      const now = new Date();
+      const id = newId();
+      await db.getRepository(Workspace).insert({
+        id, userId: user.id, imageId: image.id, serverId: server.id, status: 'running', operationalMessage: 'Running', operationalProgress: 100,
+        containerId: randomSecret(32), containerIp: '172.17.0.99', hostPorts: { vnc: 49000 + i }, cores: 1, memory: 1024 ** 3,
+        token: randomSecret(32), viewOnlyToken: randomSecret(32), shareId: randomSecret(16), sharingEnabled: false, environment: {},
+        sessionTokenId: null, launchOptions: {}, persistentProfileMode: null, isPersistentProfile: false,
+        startDate: now, keepaliveDate: now, expirationDate: new Date(now.getTime() + 86400_000), destroyedAt: null, destroyReason: null,
+      });
+      workspaces.push({ user_id: toWireId(user.id), workspace_id: toWireId(id) });
+    }
+    return { auth: { api_key: key.apiKey, api_key_secret: secret }, secretSha256: key.secretSha256, workspaces };
+  } finally {
+    await setup.close();
+  }
+}
+
+async function main(): Promise<void> {
+  const suffix = randomSecret(4);
+  const settings = { DATABASE_NAME: `ws_bench_load_${suffix}`, REDIS_PREFIX: `wsbench-${suffix}`, DEPLOYMENT_ID: `bench-${suffix}`, LOG_LEVEL: 'warn' };
+  const config = Object.assign(loadConfig(), settings);
+  await migrate(config, settings.DATABASE_NAME);
+  const children: ChildProcess[] = [];
+  try {
+    const { auth, secretSha256, workspaces } = await seed(settings);
+    const [apiPort, barePort] = await Promise.all([freePort(), freePort()]);
+    const env = { ...process.env, ...settings, API_PORT: String(apiPort), API_HOST: '127.0.0.1' };
+    // BENCH_PROFILE_API=<dir> writes a CPU profile of the api process (on exit) for finding hot spots.
+    const profile = process.env.BENCH_PROFILE_API ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_API}`] : [];
+    const apiProcess = spawn(process.execPath, [...profile, join(ROOT, 'apps/api/src/main.js')], { env, stdio: 'inherit' });
+    const bareProcess = fork(__filename, ['bare-server', String(barePort), auth.api_key, secretSha256], { env, stdio: 'inherit' });
+    children.push(apiProcess, bareProcess);
+    const pids = { api: apiProcess.pid as number, bare: bareProcess.pid as number };
+    const api = `http://127.0.0.1:${apiPort}`;
+    const bare = `http://127.0.0.1:${barePort}`;
+    await until('the api', async () => ((await fetch(`${api}/api/health`)).ok ? true : undefined));
+    await until('the bare server', async () => ((await fetch(`${bare}/health`)).ok ? true : undefined));
+
+    const [first] = workspaces;
+    const operations: Array<[string, object]> = [
+      ['get_user', { ...auth, target_user: { user_id: first.user_id } }],
+      ['get_workspaces', { ...auth }],
+      ['get_workspace_status', { ...auth, user_id: first.user_id, workspace_id: first.workspace_id, skip_agent_check: true }],
+    ];
+    for (const [operation, body] of operations) {
+      for (const base of [api, bare]) {
+        const res = await fetch(`${base}/api/public/${operation}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        if (res.status !== 200) throw new Error(`${operation} at ${base} answered ${res.status}: ${await res.text()}`);
+      }
+    }
+
+    console.log(`\nAPI under load (autocannon, ${CONNECTIONS} connections, ${ROUNDS} alternating rounds of ${SECONDS} s per figure; baseline: bare Fastify + pg doing the same reads)`);
+    for (const [operation, body] of operations.filter(([op]) => ONLY.length === 0 || ONLY.includes(op))) {
+      const url = (base: string) => `${base}/api/public/${operation}`;
+      // Warm both (JIT, pools), then alternate short rounds so background load on the shared machine hits
+      // both alike; figures are medians over rounds, the ratio the median of per-round ratios.
+      await load(url(api), body, pids.api, { seconds: 2 });
+      await load(url(bare), body, pids.bare, { seconds: 2 });
+      const full = { api: [] as Figures[], bare: [] as Figures[] };
+      const fixed = { api: [] as Figures[], bare: [] as Figures[] };
+      for (let round = 0; round < ROUNDS; round++) {
+        const order: Array<['api' | 'bare', string]> = round % 2 === 0 ? [['api', api], ['bare', bare]] : [['bare', bare], ['api', api]];
+        for (const [side, base] of order) full[side].push(await load(url(base), body, pids[side], { seconds: SECONDS }));
+        for (const [side, base] of order) fixed[side].push(await load(url(base), body, pids[side], { seconds: SECONDS, overallRate: FIXED_RATE }));
+      }
+      const ratio = median(full.api.map((f, i) => f.rps / full.bare[i].rps));
+      const p99 = summary(fixed.api).p99;
+      const errors = fixed.api.reduce((n, f) => n + f.errors, 0);
+      console.log(`\n${operation}`);
+      console.log(`  full speed     api  ${fmt(summary(full.api))}`);
+      console.log(`  full speed     bare ${fmt(summary(full.bare))}`);
+      console.log(`  ${FIXED_RATE}/s fixed   api  ${fmt(summary(fixed.api))}`);
+      console.log(`  ${FIXED_RATE}/s fixed   bare ${fmt(summary(fixed.bare))}`);
+      console.log(`  ratio api/bare requests/s ${ratio.toFixed(2)} (per round: ${full.api.map((f, i) => (f.rps / full.bare[i].rps).toFixed(2)).join(' ')})   CPU/req api/bare ${(summary(full.api).cpuUs / summary(full.bare).cpuUs).toFixed(2)}   p99 at ${FIXED_RATE}/s api/bare ${(p99 / summary(fixed.bare).p99).toFixed(2)}`);
+      if (operation === 'get_user') {
+        const met = ratio >= TARGET_RATIO && p99 < TARGET_P99_MS && errors === 0;
+        console.log(`  target: ≥ ${TARGET_RATIO}× requests/s, p99 < ${TARGET_P99_MS} ms and 0 errors at ${FIXED_RATE}/s: ${met ? 'met' : 'NOT met'}`);
+      }
+    }
+  } finally {
+    for (const child of children) child.kill('SIGINT');
+    await Promise.all(children.map((c) => (c.exitCode !== null ? undefined : new Promise((r) => c.once('exit', r)))));
+    await dropDatabase(config, settings.DATABASE_NAME);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The baseline: a bare Fastify + pg server answering the same three operations with the same reads.
+
+const LIVE = ['starting', 'running', 'stopping', 'failed'];
+const ts = (d: Date | null) => (d ? d.toISOString().replace('T', ' ').replace('Z', '000') : null);
+const wire = (id: string | null) => (id ? id.replace(/-/g, '') : null);
+
+async function bareServer(port: number, apiKey: string, secretSha256: string): Promise<void> {
+  const { default: Fastify } = await import('fastify');
+  const { Pool } = await import('pg');
+  const jwt = await import('jsonwebtoken');
+  const config = loadConfig();
+  const pool = new Pool({ host: config.DATABASE_HOST, port: config.DATABASE_PORT, user: config.DATABASE_USER, password: config.DATABASE_PASSWORD, database: config.DATABASE_NAME, max: config.DATABASE_POOL_SIZE });
+  const expected = Buffer.from(secretSha256, 'hex');
+  // The same signing key as the api's (made on first use by whichever comes first).
+  await pool.query(`INSERT INTO settings (key, value) VALUES ('jwt_signing_key', $1) ON CONFLICT DO NOTHING`, [JSON.stringify(randomSecret(32))]);
+  const [{ value: signingKey }] = (await pool.query(`SELECT value FROM settings WHERE key = 'jwt_signing_key'`)).rows;
+  const app = Fastify();
+  const authenticate = (body: Record<string, string>) =>
+    body.api_key === apiKey && timingSafeEqual(Buffer.from(sha256(body.api_key_secret ?? ''), 'hex'), expected);
+  const groupsOf = async (userIds: string[]) =>
+    (await pool.query('SELECT m.user_id, g.id, g.name, g.priority, g.keepalive_expiration, g.client_settings FROM user_groups m JOIN groups g ON g.id = m.group_id WHERE m.user_id = ANY($1) ORDER BY g.priority, g.name', [userIds])).rows;
+  const setting = async (key: string) => (await pool.query('SELECT value FROM settings WHERE key = $1', [key])).rows[0].value;
+
+  app.get('/health', async () => ({}));
+  app.post('/api/public/get_user', async (request, reply) => {
+    const body = request.body as Record<string, unknown>;
+    if (!authenticate(body as Record<string, string>)) return reply.status(401).send({ error_message: 'Invalid api_key or api_key_secret' });
+    const userId = (body.target_user as { user_id: string }).user_id;
+    const { rows: [user] } = await pool.query('SELECT * FROM users WHERE id = $1', [userId]);
+    if (!user) return reply.status(400).send({ error_message: `Invalid user_id (${userId})` });
+    const [groups, workspaces] = await Promise.all([
+      groupsOf([user.id]),
+      pool.query('SELECT w.id, w.start_date, w.keepalive_date, w.expiration_date, w.host_ports, s.id AS server_id, s.hostname FROM workspaces w LEFT JOIN servers s ON s.id = w.server_id WHERE w.user_id = $1 AND w.status = ANY($2) ORDER BY w.start_date', [user.id, LIVE]),
+    ]);
+    return {
+      user: {
+        user_id: wire(user.id), username: user.username, first_name: user.first_name, last_name: user.last_name, phone: user.phone,
+        organization: user.organization, notes: user.notes, locked: user.locked, disabled: user.disabled, realm: user.realm,
+        last_session: ts(user.last_session), groups: groups.map((g) => ({ name: g.name, group_id: wire(g.id) })),
+        workspaces: workspaces.rows.map((w) => ({
+          workspace_id: wire(w.id), start_date: ts(w.start_date), keepalive_date: ts(w.keepalive_date), expiration_date: ts(w.expiration_date),
+          server: { server_id: wire(w.server_id), hostname: w.hostname, port: w.host_ports.vnc ?? null },
+        })),
+        two_factor: user.two_factor, program_id: user.program_id, hash: sha256(`${user.id}:${user.credentials_changed_at.toISOString()}`),
+      },
+    };
+  });
+
+  const workspaceJson = (w: QueryResultRow, clientSettings: unknown) => ({
+    workspace_id: wire(w.id), user_id: wire(w.user_id), image_id: wire(w.image_id),
+    image: { image_id: wire(w.image_id), name: w.image_name, image_src: w.image_src, friendly_name: w.friendly_name },
+    server_id: wire(w.server_id), host: w.publish_host, hostname: w.hostname, port: w.host_ports.vnc ?? null,
+    container_id: w.container_id, container_ip: w.container_ip, start_date: ts(w.start_date), keepalive_date: ts(w.keepalive_date),
+    expiration_date: ts(w.expiration_date), token: w.token, view_only_token: w.view_only_token, share_id: w.share_id, cores: Number(w.cores),
+    memory: Number(w.memory), operational_status: w.status, is_persistent_profile: w.is_persistent_profile, persistent_profile_mode: w.persistent_profile_mode,
+    point_of_presence: null, port_map: { vnc: { port: 5900, path: `api/stream/${wire(w.id)}/vnc` } }, client_settings: clientSettings,
+  });
+  const WORKSPACE_SELECT = `SELECT w.*, i.name AS image_name, i.image_src, i.friendly_name, s.publish_host, s.hostname, s.zone_id, s.provider, u.username
+    FROM workspaces w JOIN images i ON i.id = w.image_id LEFT JOIN servers s ON s.id = w.server_id LEFT JOIN users u ON u.id = w.user_id`;
+  const settingsOf = (groups: Array<QueryResultRow>, userId: string) =>
+    Object.assign({}, ...groups.filter((g) => g.user_id === userId).reverse().map((g) => g.client_settings));
+
+  app.post('/api/public/get_workspaces', async (request, reply) => {
+    if (!authenticate(request.body as Record<string, string>)) return reply.status(401).send({ error_message: 'Invalid api_key or api_key_secret' });
+    const { rows } = await pool.query(`${WORKSPACE_SELECT} WHERE w.status = ANY($1) ORDER BY w.start_date`, [LIVE]);
+    const [attributes, zones, groups] = await Promise.all([
+      pool.query('SELECT * FROM image_attributes WHERE image_id = ANY($1)', [rows.map((w) => w.image_id)]),
+      pool.query('SELECT id, name FROM zones'),
+      groupsOf(rows.map((w) => w.user_id)),
+      setting('default_keepalive_expiration'),
+    ]);
+    const zoneNames = new Map(zones.rows.map((z) => [z.id, z.name]));
+    void attributes;
+    return {
+      current_time: ts(new Date()),
+      workspaces: rows.map((w) => ({
+        ...workspaceJson(w, settingsOf(groups, w.user_id)),
+        server: { port: w.host_ports.vnc ?? null, hostname: w.hostname, zone_name: zoneNames.get(w.zone_id) ?? null, provider: w.provider },
+        user: { username: w.username },
+      })),
+    };
+  });
+
+  app.post('/api/public/get_workspace_status', async (request, reply) => {
+    const body = request.body as Record<string, string>;
+    if (!authenticate(body)) return reply.status(401).send({ error_message: 'Invalid api_key or api_key_secret' });
+    const { rows: [w] } = await pool.query(`${WORKSPACE_SELECT} WHERE w.id = $1 AND w.status = ANY($2)`, [body.workspace_id, LIVE]);
+    if (!w || wire(w.user_id) !== body.user_id) return reply.status(400).send({ error_message: `Invalid workspace_id (${body.workspace_id})` });
+    await pool.query('SELECT * FROM image_attributes WHERE image_id = $1', [w.image_id]);
+    // Renewal: a live token of the workspace gets a new generation and a new link (a fresh token the first time).
+    const lifetime = await setting('session_lifetime');
+    const now = new Date();
+    const expiresAt = new Date(now.getTime() + lifetime * 1000);
+    let renewed = w.session_token_id
+      ? (await pool.query('UPDATE session_tokens SET token_date = $2, expires_at = $3, generation = generation + 1 WHERE id = $1 AND expires_at > $2 RETURNING id, generation', [w.session_token_id, now, expiresAt])).rows[0]
+      : undefined;
+    if (!renewed) {
+      renewed = (await pool.query('INSERT INTO session_tokens (id, user_id, token_date, expires_at, generation) VALUES (gen_random_uuid(), $1, $2, $3, 0) RETURNING id, generation', [w.user_id, now, expiresAt])).rows[0];
+      await pool.query('UPDATE workspaces SET session_token_id = $2 WHERE id = $1', [w.id, renewed.id]);
+    }
+    const link = jwt.sign({ workspace_id: w.id, sub: w.user_id, sid: renewed.id, gen: renewed.generation, exp: Math.floor(expiresAt.getTime() / 1000) }, signingKey, { algorithm: 'HS256', issuer: 'workspace-server' });
+    const [groups] = await Promise.all([groupsOf([w.user_id]), setting('default_keepalive_expiration')]);
+    return {
+      current_time: ts(now),
+      workspace_url: `/#/connect/workspace/${wire(w.id)}/${wire(w.user_id)}/${link}`,
+      workspace: workspaceJson(w, settingsOf(groups, w.user_id)),
+    };
+  });
+
+  await app.listen({ port, host: '127.0.0.1' });
+  process.once('SIGINT', () => void app.close().then(() => pool.end()).then(() => process.exit(0)));
+}
+
+if (process.argv[2] === 'bare-server') {
+  bareServer(Number(process.argv[3]), process.argv[4], process.argv[5]).catch((err: Error) => {
+    console.error(err.stack ?? err.message);
+    process.exit(1);
+  });
+} else {
+  main().catch((err: Error) => {
+    console.error(err.stack ?? err.message);
+    process.exit(1);
+  });
+}
