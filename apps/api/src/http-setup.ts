@@ -1,24 +1,104 @@
+import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance } from 'fastify';
-import { ApiError, ErrorCode } from '@ws/common';
+import { ApiError, ErrorCode, findJsonProblem } from '@ws/common';
+
+/**
+ * An over-limit body is read and discarded up to this many bytes before the 413 is sent: answering while the
+ * client is still sending makes the closing socket reset, and the client never sees the answer. Past this
+ * (or a declared Content-Length above it) the 413 goes out at once and the connection is closed.
+ */
+export const MAX_DRAINED_BODY_BYTES = 64 * 1024 * 1024;
+/** A client that trickles an over-limit body gets the 413 after this long, however much is left. */
+export const MAX_DRAIN_MS = 30_000;
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
  * Bodies are JSON whatever the Content-Type says (integrators' `curl -d` sends form encoding), and must
- * be objects. Parser errors reach Nest's exception filters, so they leave in the same shape as ours.
+ * be objects of valid UTF-8 text that PostgreSQL can store, nested at most MAX_JSON_DEPTH levels. Parser
+ * errors reach Nest's exception filters, so they leave in the same shape as ours.
  */
 export function configureFastify(fastify: FastifyInstance): void {
+  const limit = fastify.initialConfig.bodyLimit ?? 1024 * 1024;
   fastify.removeAllContentTypeParsers();
-  fastify.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
-    const text = (body as string).trim();
-    if (text === '') return done(null, {});
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      return done(new ApiError(ErrorCode.InvalidRequest, 'Request body is not valid JSON'), undefined);
-    }
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-      return done(new ApiError(ErrorCode.InvalidRequest, 'Request body must be a JSON object'), undefined);
-    }
-    done(null, parsed);
+  fastify.addContentTypeParser('*', (request, payload, done) => {
+    readBody(payload, Number(request.headers['content-length']), limit).then(
+      (bytes) => {
+        try {
+          done(null, parseBody(bytes));
+        } catch (error) {
+          done(error as Error, undefined);
+        }
+      },
+      (error: Error) => done(error, undefined),
+    );
+  });
+}
+
+/** The parsed body of a request: `{}` when empty, else a JSON object that passes findJsonProblem. */
+export function parseBody(bytes: Buffer): Record<string, unknown> {
+  let text: string;
+  try {
+    text = utf8.decode(bytes).trim();
+  } catch {
+    throw new ApiError(ErrorCode.InvalidRequest, 'Request body is not valid UTF-8');
+  }
+  if (text === '') return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new ApiError(ErrorCode.InvalidRequest, 'Request body is not valid JSON');
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new ApiError(ErrorCode.InvalidRequest, 'Request body must be a JSON object');
+  }
+  const problem = findJsonProblem(parsed);
+  if (problem) throw new ApiError(ErrorCode.InvalidRequest, `${problem.path} ${problem.problem}`);
+  return parsed as Record<string, unknown>;
+}
+
+const tooLarge = () => new ApiError(ErrorCode.PayloadTooLarge, 'Request body is too large');
+
+/**
+ * Reads a request body of at most `limit` bytes. A larger one is drained (read and dropped, bounded by
+ * MAX_DRAINED_BODY_BYTES and MAX_DRAIN_MS) before rejecting, so the 413 reaches the client.
+ */
+function readBody(payload: IncomingMessage, declaredLength: number, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let received = 0;
+    let draining = false;
+    let drainTimer: NodeJS.Timeout | undefined;
+    const finish = (error: Error | null, body?: Buffer) => {
+      payload.off('data', onData).off('end', onEnd).off('error', onError).off('aborted', onAborted);
+      clearTimeout(drainTimer);
+      if (error) reject(error);
+      else resolve(body as Buffer);
+    };
+    const startDraining = () => {
+      draining = true;
+      chunks.length = 0;
+      drainTimer = setTimeout(() => finish(tooLarge()), MAX_DRAIN_MS);
+    };
+    const onData = (chunk: Buffer) => {
+      received += chunk.length;
+      if (!draining && received > limit) startDraining();
+      if (!draining) chunks.push(chunk);
+      else if (received > MAX_DRAINED_BODY_BYTES) finish(tooLarge());
+    };
+    const onEnd = () => {
+      if (received > limit) return finish(tooLarge());
+      if (Number.isFinite(declaredLength) && received !== declaredLength) {
+        return finish(new ApiError(ErrorCode.InvalidRequest, 'Content-Length does not match the body'));
+      }
+      finish(null, Buffer.concat(chunks, received));
+    };
+    const onError = (error: Error) => finish(new ApiError(ErrorCode.InvalidRequest, `Request body could not be read: ${error.message}`));
+    const onAborted = () => finish(new ApiError(ErrorCode.InvalidRequest, 'Request body was cut short'));
+    if (declaredLength > MAX_DRAINED_BODY_BYTES) return reject(tooLarge());
+    if (declaredLength > limit) startDraining();
+    payload.on('data', onData).on('end', onEnd).on('error', onError).on('aborted', onAborted);
+    payload.resume();
   });
 }

@@ -1,6 +1,6 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { ApiError, ErrorCode } from '@ws/common';
+import { ApiError, ErrorCode, unstorableTextReason } from '@ws/common';
 import { forbidden } from './access.service';
 import { ApiKeyAuthenticator } from './api-key-authenticator';
 import type { Caller } from './caller';
@@ -50,13 +50,22 @@ export function readCredentials(request: RequestLike): { apiKey: string; secret:
     if (typeof body.api_key !== 'string' || typeof body.api_key_secret !== 'string') {
       throw new ApiError(ErrorCode.Unauthenticated, 'api_key and api_key_secret must both be strings');
     }
-    return { apiKey: body.api_key, secret: body.api_key_secret };
+    return storable({ apiKey: body.api_key, secret: body.api_key_secret }, 'in the body');
   }
   const header = request.headers.authorization;
   if (typeof header === 'string' && /^basic /i.test(header)) {
     const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
-    if (colon > 0) return { apiKey: decoded.slice(0, colon), secret: decoded.slice(colon + 1) };
+    if (colon > 0) return storable({ apiKey: decoded.slice(0, colon), secret: decoded.slice(colon + 1) }, 'in the Authorization header');
   }
   throw new ApiError(ErrorCode.Unauthenticated, 'Missing api_key and api_key_secret');
+}
+
+/** A key with a NUL would fail the lookup in PostgreSQL (a 500); no real key has one, so it is a bad request. */
+function storable(credentials: { apiKey: string; secret: string }, where: string): { apiKey: string; secret: string } {
+  for (const [field, value] of [['api_key', credentials.apiKey], ['api_key_secret', credentials.secret]]) {
+    const reason = unstorableTextReason(value);
+    if (reason) throw new ApiError(ErrorCode.InvalidRequest, `${field} ${where} ${reason}`);
+  }
+  return credentials;
 }
