@@ -373,9 +373,10 @@ export class DockerHost {
 
   /** True when the image is present locally (nothing is ever pulled). */
   async imageExists(ref: string): Promise<boolean> {
-    return this.call(`inspect image ${ref}`, {}, async () => {
+    return this.call(`inspect image ${ref}`, {}, async (abortSignal) => {
       try {
-        await this.docker.getImage(ref).inspect();
+        // Aborted at the call's bound like every other call, so no request outlives its timeout.
+        await (this.docker.getImage(ref) as unknown as { inspect(options: { abortSignal: AbortSignal }): Promise<unknown> }).inspect({ abortSignal });
         return true;
       } catch (err) {
         if (httpStatusOf(err) === 404) return false;

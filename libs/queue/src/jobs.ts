@@ -28,6 +28,12 @@ export const JOB_QUEUE: { [J in JobName]: QueueName } = {
   'maintenance.reconcile-containers': QUEUES.maintenance,
 };
 
+/**
+ * How often one job may lose its worker (killed mid-job) before its next run gives up cleanly instead of
+ * trying again: a job that brings its worker down every time must not take every worker down in turn.
+ */
+export const MAX_JOB_STALLS = 5;
+
 /** Deterministic ids: a second enqueue of the same work is a no-op while the first is pending. */
 export const jobId = {
   provision: (workspaceId: string) => `provision-${workspaceId}`,

@@ -1,14 +1,27 @@
+import { hostname } from 'node:os';
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
-import { Job, UnrecoverableError, Worker } from 'bullmq';
+import { Job, UnrecoverableError, WaitingError, Worker } from 'bullmq';
 import { AppConfig } from '@ws/common';
 import { JOB_HANDLER_KEY } from './job-handler.decorator';
 import { JobProducer } from './job-producer';
-import { JOB_QUEUE, JobName, JobPayloads, QueueName, QUEUES } from './jobs';
+import { JOB_QUEUE, JobName, JobPayloads, MAX_JOB_STALLS, QueueName, QUEUES } from './jobs';
 import { PermanentFailure } from './permanent-failure';
 import { RedisConnections } from './redis-connections';
 
-type Handler = (payload: JobPayloads[JobName], job: Job) => Promise<unknown>;
+/** `signal` aborts when the job is handed back at shutdown: the handler should stop and must not record a failure. */
+type Handler = (payload: JobPayloads[JobName], job: Job, signal: AbortSignal) => Promise<unknown>;
+
+/** A job this process is running, with what handing it back needs. */
+interface RunningJob {
+  job: Job;
+  token: string | undefined;
+  abort: AbortController;
+}
+
+/** After the grace: how long handing one job back, and then closing the workers, may take. */
+const HAND_BACK_TIMEOUT_MS = 2000;
+const CLOSE_AFTER_HAND_BACK_MS = 3000;
 
 /** Repeating maintenance, scheduled idempotently at every boot (one schedule per id, whatever the replica count). */
 const SCHEDULES: Array<{ job: JobName; everyMs: number }> = [
@@ -26,6 +39,8 @@ export class QueueWorkers implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(QueueWorkers.name);
   private readonly workers: Worker[] = [];
   private readonly handlers = new Map<JobName, Handler>();
+  /** Keyed by queue and job id (job ids are unique per queue). */
+  private readonly running = new Map<string, RunningJob>();
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -62,31 +77,88 @@ export class QueueWorkers implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   private startWorker(queue: QueueName): Worker {
+    const lockMs = this.config.WORKER_LOCK_MS;
     const worker = new Worker(
       queue,
-      async (job: Job) => {
+      async (job: Job, token?: string) => {
         const handler = this.handlers.get(job.name as JobName);
         if (!handler) throw new Error(`No handler for job ${job.name}`);
+        const key = `${queue}:${job.id}`;
+        const abort = new AbortController();
+        this.running.set(key, { job, token, abort });
         try {
-          return await handler(job.data as JobPayloads[JobName], job);
+          const run = handler(job.data as JobPayloads[JobName], job, abort.signal);
+          run.catch(() => undefined); // still settles after a hand-back, when nobody awaits it any more
+          return await Promise.race([run, rejectWhenAborted(abort.signal)]);
         } catch (err) {
+          // Handed back at shutdown: the job is in the wait list again; BullMQ must neither fail nor retry it here.
+          if (abort.signal.aborted) throw new WaitingError();
           throw err instanceof PermanentFailure ? new UnrecoverableError(err.message) : err;
+        } finally {
+          this.running.delete(key);
         }
       },
       {
         connection: this.redis.dedicatedClient(), prefix: this.config.REDIS_PREFIX, concurrency: this.config.WORKER_CONCURRENCY,
-        // A worker that dies mid-job loses its lock; another picks the job up after this long.
-        lockDuration: this.config.WORKER_LOCK_MS, stalledInterval: this.config.WORKER_LOCK_MS,
+        // Recorded on each job it takes (job.processedBy): which process runs what.
+        name: `${hostname()}:${process.pid}`,
+        // The lock is renewed at half its duration while this process lives, so a long job (a desktop that takes
+        // a minute to answer) keeps it. When the process dies the lock lapses and the next stall check (any
+        // worker's, paced by a key they share) hands the job to another worker: within lock + stalledInterval.
+        lockDuration: lockMs, lockRenewTime: lockMs / 2, stalledInterval: Math.max(500, Math.round(lockMs / 2)),
+        // Handlers see job.stalledCounter and give up cleanly past MAX_JOB_STALLS (a job that kills its worker
+        // every time). BullMQ's own limit, which fails the job without running its handler, stays beyond that.
+        maxStalledCount: MAX_JOB_STALLS + 2,
       },
     );
     worker.on('failed', (job, err) => this.logger.warn(`${job?.name} ${job?.id} failed (attempt ${job?.attemptsMade}): ${err.message}`));
+    worker.on('stalled', (jobId) => this.logger.warn(`queue ${queue}: job ${jobId} lost its worker; handed to another`));
     worker.on('error', (err) => this.logger.error(`queue ${queue}: ${err.message}`));
     return worker;
   }
 
-  /** Before the Redis connections close (they close on application shutdown): a worker closed after its
-   * connection retries its running job without pause. */
+  /**
+   * Bounded shutdown, before the Redis connections close (they close on application shutdown; a worker
+   * closed after its connection retries its running job without pause). Running jobs get
+   * WORKER_SHUTDOWN_GRACE_MS to finish; the rest are handed back to the wait list, where another worker
+   * takes them at once instead of after a lock timeout, and their handlers are aborted.
+   */
   async onModuleDestroy(): Promise<void> {
-    await Promise.all(this.workers.map((w) => w.close()));
+    const closed = Promise.all(this.workers.map((w) => w.close()));
+    if (await settlesWithin(closed, this.config.WORKER_SHUTDOWN_GRACE_MS)) return;
+    const running = [...this.running.values()];
+    const handedBack = await Promise.all(running.map((r) => this.handBack(r)));
+    this.logger.warn(
+      `shutdown: ${handedBack.filter(Boolean).length} of ${running.length} running jobs handed back to the queue after the ${this.config.WORKER_SHUTDOWN_GRACE_MS} ms grace`,
+    );
+    if (!(await settlesWithin(closed, CLOSE_AFTER_HAND_BACK_MS))) this.logger.warn('shutdown: queue workers did not close; leaving them');
   }
+
+  /** Moves a running job back to the wait list (only while this worker still holds its lock) and aborts its handler. */
+  private async handBack({ job, token, abort }: RunningJob): Promise<boolean> {
+    let moved = false;
+    try {
+      await settlesWithin(job.moveToWait(token).then(() => (moved = true)), HAND_BACK_TIMEOUT_MS);
+    } catch (err) {
+      // Lock already lost (another worker has it) or Redis gone: the stall check hands it over instead.
+      this.logger.warn(`shutdown: could not hand back ${job.name} ${job.id}: ${(err as Error).message}`);
+    }
+    abort.abort(new Error('worker shutting down'));
+    return moved;
+  }
+}
+
+/** True when `promise` settled within `ms` (a rejection propagates). */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([promise.then(() => true as const), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function rejectWhenAborted(signal: AbortSignal): Promise<never> {
+  return new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true }));
 }

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, LessThan, Repository } from 'typeorm';
-import { buildContainerSpec, containerNameFor, DockerHosts, isTransientDockerError, LABELS } from '@ws/agent';
+import { buildContainerSpec, ContainerNotFoundError, ContainerState, containerNameFor, DockerHost, DockerHosts, isTransientDockerError, LABELS } from '@ws/agent';
 import { AppConfig } from '@ws/common';
 import { jobId, JobProducer, PermanentFailure } from '@ws/queue';
 import { Server } from '@ws/servers/server.entity';
@@ -9,8 +9,13 @@ import { LIVE_STATUSES, Workspace } from './workspace.entity';
 import { WorkspaceTeardown } from './workspace-teardown.service';
 
 const RFB_TIMEOUT_MS = 60_000;
-/** A `starting` or `stopping` row untouched this long has lost its job; the reaper enqueues it again. */
-const STUCK_AFTER_MS = 120_000;
+/**
+ * A `starting` or `stopping` row untouched this long may have lost its job (Redis lost it, or BullMQ failed it
+ * without running it); the reaper makes sure one exists. A worker that died is not this path: its job is
+ * taken over within seconds by the stall check. Ensuring is a no-op while the job waits or runs, so this only
+ * needs to stay above the time a row normally goes untouched (one Docker call, or the desktop wait).
+ */
+const STUCK_AFTER_MS = 30_000;
 
 /**
  * The worker's side of the lifecycle. Every step is safe to repeat: the container name is derived from
@@ -29,7 +34,12 @@ export class WorkspaceRuntime {
     private readonly config: AppConfig,
   ) {}
 
-  async provision(workspaceId: string, attempt: { final: boolean }): Promise<void> {
+  /**
+   * `signal` aborts when the worker hands the job back at shutdown: stop, and record nothing (another worker
+   * finishes it). A run that finds the container already running (an earlier run died after starting it)
+   * continues from the readiness wait instead of creating and starting again.
+   */
+  async provision(workspaceId: string, attempt: { final: boolean; signal?: AbortSignal }): Promise<void> {
     const workspace = await this.workspaces.findOne({ where: { id: workspaceId }, relations: { image: { attributes: true }, server: true } });
     if (!workspace || workspace.status !== 'starting') return; // destroyed meanwhile, or done by an earlier run
     const { image, server } = workspace;
@@ -42,21 +52,28 @@ export class WorkspaceRuntime {
         // exec_command_workspace as root must be real root ("unsandboxed"); the desktop user holds no capabilities either way.
         noNewPrivileges: false,
       });
-      await this.progress(workspace, 20, 'Creating the container');
-      const { containerId } = await host.createWorkspaceContainer(spec);
-      await this.workspaces.update({ id: workspace.id, status: 'starting' }, { containerId, operationalProgress: 40, operationalMessage: 'Starting the container' });
-      await host.start(containerId);
-      const state = await host.inspect(containerId, spec.ports);
+      let state = await this.runningContainerOf(host, spec.name, spec.labels, spec.ports);
+      if (!state) {
+        await this.progress(workspace, 20, 'Creating the container');
+        const { containerId } = await host.createWorkspaceContainer(spec);
+        await this.workspaces.update({ id: workspace.id, status: 'starting' }, { containerId, operationalProgress: 40, operationalMessage: 'Starting the container' });
+        attempt.signal?.throwIfAborted();
+        await host.start(containerId);
+        state = await host.inspect(containerId, spec.ports);
+      }
+      const containerId = state.id;
       const vncPort = state.hostPorts.vnc;
       if (!vncPort) throw new PermanentFailure(`The image ${image.name} publishes no vnc port`);
-      await this.progress(workspace, 60, 'Waiting for the desktop');
-      await host.waitForRfb(server.publishHost, vncPort, { timeoutMs: RFB_TIMEOUT_MS });
+      await this.workspaces.update({ id: workspace.id, status: 'starting' }, { containerId, operationalProgress: 60, operationalMessage: 'Waiting for the desktop' });
+      await host.waitForRfb(server.publishHost, vncPort, { timeoutMs: RFB_TIMEOUT_MS, signal: attempt.signal });
+      attempt.signal?.throwIfAborted();
       const done = await this.workspaces.update(
         { id: workspace.id, status: 'starting' },
         { status: 'running', containerId, containerIp: state.ip, hostPorts: state.hostPorts, operationalProgress: 100, operationalMessage: 'Running' },
       );
       if (!done.affected) await host.remove(containerId); // destroyed while starting: leave nothing behind
     } catch (err) {
+      if (attempt.signal?.aborted) throw err; // handed back: the next run decides, not this one
       const permanent = err instanceof PermanentFailure || !isTransientDockerError(err);
       const message = (err as Error).message;
       if (permanent || attempt.final) {
@@ -65,6 +82,26 @@ export class WorkspaceRuntime {
         throw new PermanentFailure(message);
       }
       await this.progress(workspace, workspace.operationalProgress, `Retrying after: ${message}`);
+      throw err;
+    }
+  }
+
+  /** Ends a provision that keeps losing its worker: the workspace fails with the reason, its container goes. */
+  async abandonProvision(workspaceId: string, reason: string): Promise<void> {
+    const workspace = await this.workspaces.findOne({ where: { id: workspaceId }, relations: { server: true } });
+    if (!workspace || workspace.status !== 'starting') return;
+    await this.fail(workspace, reason);
+    if (workspace.server) await this.hosts.get(workspace.server).remove(containerNameFor(workspace.id));
+  }
+
+  /** The workspace's container when it exists, is ours (labels) and runs; else null (create and start it). */
+  private async runningContainerOf(host: DockerHost, name: string, labels: Record<string, string>, ports: Record<string, string>): Promise<ContainerState | null> {
+    try {
+      const state = await host.inspect(name, ports);
+      const ours = Object.entries(labels).every(([k, v]) => state.labels[k] === v);
+      return ours && state.running ? state : null;
+    } catch (err) {
+      if (err instanceof ContainerNotFoundError) return null;
       throw err;
     }
   }

@@ -1,0 +1,93 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+import { Queue } from 'bullmq';
+import Redis from 'ioredis';
+import { AppConfig } from '@ws/common';
+import { jobId, QUEUES } from '@ws/queue';
+import { waitFor } from './harness';
+
+const ROOT = resolve(__dirname, '../..');
+/** Compiled worker entry point: `npm test` builds dist/ first; WS_TEST_WORKER_JS points elsewhere while developing. */
+const WORKER_JS = resolve(ROOT, process.env.WS_TEST_WORKER_JS ?? 'dist/apps/worker/src/main.js');
+
+/** A worker as a real child process (node on the compiled worker), so it can be SIGKILLed like a crashed one. */
+export class WorkerProcess {
+  private output = '';
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  exitCode: number | null | undefined = undefined;
+
+  private constructor(readonly child: ChildProcess) {
+    child.stdout?.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
+    this.exited = new Promise((done) => child.once('exit', (code, signal) => {
+      this.exitCode = code;
+      done({ code, signal });
+    }));
+  }
+
+  /** Same settings as the test's api (database, Redis prefix, deployment), as strings in the environment. */
+  static spawn(settings: Partial<AppConfig>, extra: Record<string, string> = {}): WorkerProcess {
+    const env: Record<string, string> = { ...(process.env as Record<string, string>), NODE_PATH: resolve(ROOT, 'node_modules') };
+    for (const [name, value] of Object.entries(settings)) if (value !== undefined && value !== null) env[name] = String(value);
+    Object.assign(env, { LOG_LEVEL: 'log' }, extra);
+    return new WorkerProcess(spawn(process.execPath, [WORKER_JS], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] }));
+  }
+
+  get pid(): number {
+    return this.child.pid as number;
+  }
+
+  get alive(): boolean {
+    return this.exitCode === undefined;
+  }
+
+  log(): string {
+    return this.output;
+  }
+
+  ready(timeoutMs = 60_000): Promise<true> {
+    return waitFor(`worker ${this.pid} started`, async () => {
+      if (!this.alive) throw new Error(`worker ${this.pid} exited while starting:\n${this.output}`);
+      return this.output.includes('workspace-server worker started') ? true : undefined;
+    }, timeoutMs, 50);
+  }
+
+  async kill(signal: NodeJS.Signals = 'SIGKILL', timeoutMs = 30_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    if (this.alive) this.child.kill(signal);
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`worker ${this.pid} did not exit within ${timeoutMs} ms of ${signal}`)), timeoutMs)));
+    try {
+      return await Promise.race([this.exited, bound]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+/** Reads which worker process holds a workspace's provision job (BullMQ records the worker's name, host:pid). */
+export class ProvisionJobs {
+  private readonly connection: Redis;
+  private readonly queue: Queue;
+
+  constructor(config: AppConfig) {
+    this.connection = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+    this.queue = new Queue(QUEUES.workspaces, { connection: this.connection, prefix: config.REDIS_PREFIX });
+  }
+
+  async job(workspaceId: string) {
+    return this.queue.getJob(jobId.provision(workspaceId));
+  }
+
+  /** Pid of the worker process running the provision, when it is active. */
+  async holderPid(workspaceId: string): Promise<number | null> {
+    const job = await this.job(workspaceId);
+    if (!job || (await job.getState()) !== 'active' || !job.processedBy) return null;
+    const pid = Number(job.processedBy.split(':').pop());
+    return Number.isInteger(pid) ? pid : null;
+  }
+
+  async close(): Promise<void> {
+    await this.queue.close();
+    await this.connection.quit();
+  }
+}
