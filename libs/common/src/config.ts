@@ -42,8 +42,16 @@ export class AppConfig {
   @IsIn(['error', 'warn', 'log', 'debug', 'verbose']) LOG_LEVEL = 'log';
   /** Worker: concurrent jobs per queue in one process. */
   @Transform(toInt) @IsInt() @Min(1) @Max(64) WORKER_CONCURRENCY = 4;
-  /** Worker: how long a job stays locked without a heartbeat before another worker takes it over. */
-  @Transform(toInt) @IsInt() @Min(1000) @Max(600_000) WORKER_LOCK_MS = 30_000;
+  /**
+   * Worker: a running job's lock, renewed at half this while the worker lives. A job whose worker died is
+   * taken over by another worker within about 1.5 times this (lock expiry plus one stall check).
+   */
+  @Transform(toInt) @IsInt() @Min(1000) @Max(600_000) WORKER_LOCK_MS = 5000;
+  /**
+   * Worker shutdown (SIGTERM): running jobs get this long to finish; the rest are handed back to the queue
+   * for another worker to take at once, and the process exits shortly after.
+   */
+  @Transform(toInt) @IsInt() @Min(0) @Max(600_000) WORKER_SHUTDOWN_GRACE_MS = 20_000;
 }
 
 export class ConfigError extends Error {}
