@@ -1,5 +1,5 @@
 import { ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -29,7 +29,7 @@ const REDIS_PAUSE_MS = 30_000;
 
 const describeIfBinaries = POSTGRES_BIN && REDIS_SERVER ? describe : describe.skip;
 
-describeIfBinaries('dependency faults: PostgreSQL stopped, Redis paused', () => {
+describeIfBinaries('dependency faults: PostgreSQL stopped or stalled, Redis paused', () => {
   let postgres: PrivatePostgres;
   let redis: PrivateRedis;
   let api: TestApi;
@@ -53,6 +53,7 @@ describeIfBinaries('dependency faults: PostgreSQL stopped, Redis paused', () => 
   });
 
   afterAll(async () => {
+    await postgres?.thaw();
     await postgres?.start().catch(() => undefined);
     await api?.close();
     await redis?.stop();
@@ -104,6 +105,32 @@ describeIfBinaries('dependency faults: PostgreSQL stopped, Redis paused', () => 
     await waitFor('revocation notice', async () => ((await api.call('get_users', revoked)).status === 401 ? true : undefined), 20_000, 100);
   });
 
+  it('PostgreSQL stalled (every server process stopped by SIGSTOP): operations and readiness answer 503 within the bound; all recover when it resumes', async () => {
+    const before = await requestWorkspace();
+    expect(before.status).toBe(200);
+    const { workspace_id: workspaceId, session_token: sessionJwt } = before.body;
+    expect((await health()).status).toBe(200);
+
+    await postgres.freeze();
+    try {
+      // The server accepts TCP but answers nothing: only the client-side bounds can end these requests.
+      expectUnavailable(await api.call('get_users', admin).timeout(NO_HANG_MS), /PostgreSQL/);
+      expectUnavailable(await requestWorkspace(), /PostgreSQL/);
+      const stream = await upgradeStatus(baseUrl, workspaceId, sessionJwt);
+      expect(stream.status).toBe(503);
+      const unready = await health();
+      expectUnavailable(unready, /PostgreSQL/);
+      expect(unready.body.error_message).not.toMatch(/Redis/);
+      expect((await api.raw().get('/api/health/live').timeout(NO_HANG_MS)).status).toBe(200);
+    } finally {
+      await postgres.thaw();
+    }
+
+    await waitFor('readiness after PostgreSQL resumed', async () => ((await health()).status === 200 ? true : undefined), 60_000, 250);
+    expect((await api.call('get_users', admin)).status).toBe(200);
+    expect((await requestWorkspace()).status).toBe(200);
+  });
+
   it('Redis paused: request_workspace and readiness answer 503 with Retry-After instead of waiting; both recover when the pause ends', async () => {
     expect((await requestWorkspace()).status).toBe(200);
     expect((await health()).status).toBe(200);
@@ -119,6 +146,21 @@ describeIfBinaries('dependency faults: PostgreSQL stopped, Redis paused', () => 
     expect((await api.call('get_users', admin).timeout(NO_HANG_MS)).status).toBe(200);
 
     await waitFor('readiness after the pause', async () => ((await health()).status === 200 ? true : undefined), REDIS_PAUSE_MS + 60_000, 250);
+    expect((await requestWorkspace()).status).toBe(200);
+  });
+
+  it('Redis stopped: request_workspace and readiness answer 503; the connection and the queue producers come back when it restarts', async () => {
+    expect((await requestWorkspace()).status).toBe(200);
+
+    await redis.stop();
+
+    expectUnavailable(await requestWorkspace(), /Redis/);
+    expectUnavailable(await health(), /Redis/);
+    expect((await api.call('get_users', admin).timeout(NO_HANG_MS)).status).toBe(200);
+
+    await redis.restart();
+
+    await waitFor('readiness after Redis restarted', async () => ((await health()).status === 200 ? true : undefined), 60_000, 250);
     expect((await requestWorkspace()).status).toBe(200);
   });
 });
@@ -164,6 +206,8 @@ function freePort(): Promise<number> {
 
 /** A throwaway cluster on a loopback port, run as the postgres user (postgres refuses to run as root). */
 class PrivatePostgres {
+  private frozen: number[] = [];
+
   private constructor(
     private readonly bin: string,
     private readonly dir: string,
@@ -187,6 +231,25 @@ class PrivatePostgres {
   /** A fast shutdown: the server ends every session, as on a restart or a crash of the host's service. */
   stop(): Promise<unknown> {
     return this.asPostgres('pg_ctl', ['-D', join(this.dir, 'data'), '-m', 'fast', '-w', '-t', '120', 'stop']);
+  }
+
+  /** Stops the postmaster and every backend (SIGSTOP): a hung server whose connections stay open. */
+  async freeze(): Promise<void> {
+    const processes = await this.processes();
+    for (const pid of processes) process.kill(pid, 'SIGSTOP');
+    this.frozen = processes;
+  }
+
+  async thaw(): Promise<void> {
+    for (const pid of this.frozen) process.kill(pid, 'SIGCONT');
+    this.frozen = [];
+  }
+
+  /** The postmaster first (so it forks no more), then its children. */
+  private async processes(): Promise<number[]> {
+    const postmaster = Number(readFileSync(join(this.dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const { stdout } = await run('ps', ['-o', 'pid=', '--ppid', String(postmaster)]);
+    return [postmaster, ...stdout.split('\n').map((line) => Number(line.trim())).filter((pid) => pid > 0)];
   }
 
   async sql(database: string, text: string, values: unknown[]): Promise<void> {
@@ -214,8 +277,9 @@ class PrivatePostgres {
 /** redis-server on a loopback port, without persistence. */
 class PrivateRedis {
   private constructor(
-    private readonly process: ChildProcess,
+    private process: ChildProcess,
     readonly port: number,
+    private readonly binary: string,
   ) {}
 
   get url(): string {
@@ -224,13 +288,28 @@ class PrivateRedis {
 
   static async start(binary: string): Promise<PrivateRedis> {
     const port = await freePort();
-    const child = spawn(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-    const redis = new PrivateRedis(child, port);
+    const redis = new PrivateRedis(PrivateRedis.spawn(binary, port), port, binary);
+    await redis.ready();
+    return redis;
+  }
+
+  /** Again on the same port (an empty data set: nothing is persisted). */
+  async restart(): Promise<void> {
+    await this.stop();
+    this.process = PrivateRedis.spawn(this.binary, this.port);
+    await this.ready();
+  }
+
+  private static spawn(binary: string, port: number): ChildProcess {
+    return spawn(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  }
+
+  private async ready(): Promise<void> {
+    const child = this.process;
     await waitFor('private redis-server', async () => {
       if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`);
-      return (await redis.command(['PING']).catch(() => undefined)) === 'PONG' ? true : undefined;
+      return (await this.command(['PING']).catch(() => undefined)) === 'PONG' ? true : undefined;
     }, 30_000, 100);
-    return redis;
   }
 
   /** Every client's commands wait until `ms` have passed (the server stalls; connections stay open). */
@@ -239,7 +318,7 @@ class PrivateRedis {
   }
 
   async stop(): Promise<void> {
-    if (this.process.exitCode !== null) return;
+    if (this.process.exitCode !== null || this.process.signalCode !== null) return;
     const exited = new Promise((resolve) => this.process.once('exit', resolve));
     this.process.kill('SIGTERM');
     await exited;
