@@ -1,6 +1,6 @@
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import { AppConfig, loadConfig } from '@ws/common';
+import { addressList, AppConfig, loadConfig } from '@ws/common';
 import { AppModule } from './app.module';
 import { registerBrowserRequestGuard } from './client/browser-request-guard';
 import { configureFastify } from './http-setup';
@@ -9,7 +9,10 @@ import { registerWebClient } from './web/web-client';
 /** Builds the api (used by main.ts and by the e2e tests, which pass their own database and prefix). */
 export async function createApi(overrides: Partial<AppConfig> = {}): Promise<NestFastifyApplication> {
   const config = Object.assign(loadConfig(), overrides);
-  const adapter = new FastifyAdapter({ bodyLimit: config.MAX_BODY_BYTES, trustProxy: true });
+  // X-Forwarded-For is believed only from the configured proxies: anyone else could pick the address that
+  // rate limits count against. request.ip is then the first address not among them.
+  const trustedProxies = addressList(config.TRUSTED_PROXIES);
+  const adapter = new FastifyAdapter({ bodyLimit: config.MAX_BODY_BYTES, trustProxy: trustedProxies.length ? trustedProxies : false });
   configureFastify(adapter.getInstance());
   registerBrowserRequestGuard(adapter.getInstance(), config.PUBLIC_BASE_URL);
   await registerWebClient(adapter.getInstance());

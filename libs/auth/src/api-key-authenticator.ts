@@ -10,6 +10,23 @@ import type { Caller } from './caller';
 const MAX_CACHED = 10_000;
 /** Belt and braces: even with change notices, re-read a key at least this often. */
 const CACHE_TTL_MS = 60_000;
+/**
+ * Unknown (or revoked) keys are remembered this long, so a flood of them costs no query. A key inserted later
+ * evicts its entry through the change notice, so it works at once.
+ */
+const UNKNOWN_KEY_TTL_MS = 10_000;
+/** Issued keys are 32 characters; anything much longer names no key and is refused without a query. */
+const MAX_API_KEY_LENGTH = 128;
+
+/** A refused api_key; `keyExists` says whether the failure counts against that key's own limit. */
+export class KeyAuthenticationError extends ApiError {
+  constructor(
+    message: string,
+    readonly keyExists: boolean,
+  ) {
+    super(ErrorCode.Unauthenticated, message);
+  }
+}
 
 interface Cached {
   key: ApiKey;
@@ -26,6 +43,8 @@ interface Cached {
 @Injectable()
 export class ApiKeyAuthenticator implements OnModuleInit {
   private readonly cache = new Map<string, Cached>();
+  /** api_key → until when it is known not to exist. */
+  private readonly unknown = new Map<string, number>();
 
   constructor(
     @InjectRepository(ApiKey) private readonly keys: Repository<ApiKey>,
@@ -33,22 +52,34 @@ export class ApiKeyAuthenticator implements OnModuleInit {
   ) {}
 
   async onModuleInit(): Promise<void> {
-    this.notifications.onReset(() => this.cache.clear());
+    this.notifications.onReset(() => {
+      this.cache.clear();
+      this.unknown.clear();
+    });
     await this.notifications.subscribe('api_key_changed', (apiKey) => this.evict(apiKey));
   }
 
   evict(apiKey: string): void {
     this.cache.delete(apiKey);
+    this.unknown.delete(apiKey);
+  }
+
+  /** True when authenticating this key needs no database query (known, or known not to exist). */
+  isCached(apiKey: string, now = Date.now()): boolean {
+    if (apiKey.length > MAX_API_KEY_LENGTH) return true;
+    if (!this.notifications.listening) return false;
+    const cached = this.cache.get(apiKey);
+    return (cached !== undefined && now - cached.loadedAt < CACHE_TTL_MS) || (this.unknown.get(apiKey) ?? 0) > now;
   }
 
   async authenticate(apiKey: string, secret: string, now = Date.now()): Promise<Caller> {
     const entry = await this.load(apiKey, now);
     const presented = Buffer.from(sha256(secret), 'hex');
     if (!entry || !timingSafeEqual(presented, entry.secret)) {
-      throw new ApiError(ErrorCode.Unauthenticated, 'Invalid api_key or api_key_secret');
+      throw new KeyAuthenticationError('Invalid api_key or api_key_secret', entry !== null);
     }
     if (entry.key.expiresAt && entry.key.expiresAt.getTime() <= now) {
-      throw new ApiError(ErrorCode.Unauthenticated, 'The API key has expired');
+      throw new KeyAuthenticationError('The API key has expired', true);
     }
     return entry.caller;
   }
@@ -56,9 +87,12 @@ export class ApiKeyAuthenticator implements OnModuleInit {
   private async load(apiKey: string, now: number): Promise<Cached | null> {
     const cached = this.cache.get(apiKey);
     if (cached && this.notifications.listening && now - cached.loadedAt < CACHE_TTL_MS) return cached;
+    if (apiKey.length > MAX_API_KEY_LENGTH) return null;
+    if (this.notifications.listening && (this.unknown.get(apiKey) ?? 0) > now) return null;
     const key = await this.keys.findOneBy({ apiKey });
     if (!key || key.revokedAt) {
       this.cache.delete(apiKey);
+      this.rememberUnknown(apiKey, now);
       return null;
     }
     const entry: Cached = {
@@ -72,5 +106,12 @@ export class ApiKeyAuthenticator implements OnModuleInit {
       this.cache.set(apiKey, entry);
     }
     return entry;
+  }
+
+  private rememberUnknown(apiKey: string, now: number): void {
+    if (!this.notifications.listening) return;
+    this.unknown.delete(apiKey);
+    if (this.unknown.size >= MAX_CACHED) this.unknown.delete(this.unknown.keys().next().value as string);
+    this.unknown.set(apiKey, now + UNKNOWN_KEY_TTL_MS);
   }
 }

@@ -30,6 +30,8 @@ export class ApiKeysService {
       readOnly: input.readOnly ?? false, expiresAt: input.expiresAt ?? null, revokedAt: null,
     });
     await this.keys.insert(key);
+    // Other processes forget a remembered miss through the insert notice; this one before answering.
+    this.authenticator.evict(key.apiKey);
     return { key, secret };
   }
 

@@ -1,7 +1,9 @@
 import { ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { ApiError, ErrorCode } from '@ws/common';
+import { ApiError, AppConfig, ErrorCode, loadConfig, randomSecret } from '@ws/common';
+import { RedisConnections } from '@ws/queue/redis-connections';
 import type { ApiKeyAuthenticator } from './api-key-authenticator';
+import { AuthRateLimiter } from './auth-rate-limiter';
 import type { Caller } from './caller';
 import { OPERATION_KEY, PUBLIC_ROUTE_KEY } from './operation.decorator';
 import { OperationGuard } from './operation.guard';
@@ -18,13 +20,18 @@ function contextFor(metadata: Record<string, unknown>, body: unknown = {}): Exec
 }
 
 const caller = (permissions: string[], readOnly = false): Caller => ({ apiKeyId: 'k', apiKey: 'k', name: 'k', permissions: new Set(permissions) as Caller['permissions'], readOnly });
-const guardWith = (c: Caller) => new OperationGuard(new Reflector(), { authenticate: async () => c } as unknown as ApiKeyAuthenticator);
+// The limiter is real (Redis on loopback, a prefix of this run); failures are counted but stay under the limit.
+const config: AppConfig = Object.assign(loadConfig(), { REDIS_PREFIX: `guard-spec-${randomSecret(4)}` });
+const redis = new RedisConnections(config);
+const limiter = new AuthRateLimiter(redis, config);
+afterAll(() => redis.onApplicationShutdown());
+const guardWith = (c: Caller) => new OperationGuard(new Reflector(), { authenticate: async () => c, isCached: () => true } as unknown as ApiKeyAuthenticator, limiter);
 const creds = { api_key: 'a', api_key_secret: 's' };
 
 describe('OperationGuard', () => {
   it('refuses a route that declares neither an operation nor a public route, without authenticating', async () => {
     const authenticate = jest.fn();
-    const guard = new OperationGuard(new Reflector(), { authenticate } as unknown as ApiKeyAuthenticator);
+    const guard = new OperationGuard(new Reflector(), { authenticate } as unknown as ApiKeyAuthenticator, limiter);
     await expect(guard.canActivate(contextFor({}, creds))).rejects.toEqual(new ApiError(ErrorCode.Forbidden, 'This route declares no permissions and is refused'));
     expect(authenticate).not.toHaveBeenCalled();
   });

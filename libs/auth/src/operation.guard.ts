@@ -2,13 +2,16 @@ import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { ApiError, ErrorCode, unstorableTextReason } from '@ws/common';
 import { forbidden } from './access.service';
-import { ApiKeyAuthenticator } from './api-key-authenticator';
+import { ApiKeyAuthenticator, KeyAuthenticationError } from './api-key-authenticator';
+import { AuthRateLimiter } from './auth-rate-limiter';
 import type { Caller } from './caller';
 import { OPERATION_KEY, PUBLIC_ROUTE_KEY } from './operation.decorator';
 import { OperationName, OPERATIONS } from './operations';
 import { missingPermissions } from './permissions';
 
 interface RequestLike {
+  /** The client's address (Fastify's, by TRUSTED_PROXIES). */
+  ip?: string;
   body?: unknown;
   headers: Record<string, string | string[] | undefined>;
   caller?: Caller;
@@ -20,6 +23,7 @@ export class OperationGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     private readonly authenticator: ApiKeyAuthenticator,
+    private readonly limiter: AuthRateLimiter,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -30,8 +34,7 @@ export class OperationGuard implements CanActivate {
       throw new ApiError(ErrorCode.Forbidden, 'This route declares no permissions and is refused');
     }
     const request = context.switchToHttp().getRequest<RequestLike>();
-    const { apiKey, secret } = readCredentials(request);
-    const caller = await this.authenticator.authenticate(apiKey, secret);
+    const caller = await this.authenticate(request);
     const spec = OPERATIONS[operation];
     if (spec.writes && caller.readOnly) {
       throw new ApiError(ErrorCode.Forbidden, `The API key is Read Only and ${operation} writes`);
@@ -40,6 +43,26 @@ export class OperationGuard implements CanActivate {
     if (missing.length) throw forbidden(missing);
     request.caller = caller;
     return true;
+  }
+
+  /**
+   * A blocked address or key gets 429 before any work. A key held in memory (the usual case) is checked
+   * without a Redis round trip; one that would cost a query first asks Redis whether another replica blocked
+   * it. Every 401 is counted against the address, and against the key when the key exists.
+   */
+  private async authenticate(request: RequestLike): Promise<Caller> {
+    const address = request.ip ?? '';
+    let apiKey: string | undefined;
+    try {
+      this.limiter.assertNotBlockedHere({ address });
+      const credentials = readCredentials(request);
+      apiKey = credentials.apiKey;
+      this.limiter.assertNotBlockedHere({ address, apiKey });
+      if (!this.authenticator.isCached(apiKey)) await this.limiter.assertNotBlocked({ address, apiKey });
+      return await this.authenticator.authenticate(apiKey, credentials.secret);
+    } catch (err) {
+      throw await this.limiter.failed(err, { address, apiKey: err instanceof KeyAuthenticationError && err.keyExists ? apiKey : undefined });
+    }
   }
 }
 

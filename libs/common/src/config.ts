@@ -1,5 +1,6 @@
 import { plainToInstance, Transform } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
+import { isIP } from 'node:net';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync, ValidateBy } from 'class-validator';
 
 const toInt = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
 
@@ -33,6 +34,20 @@ export class AppConfig {
   /** Prefix for every Redis key and queue of this deployment (tests use their own). */
   @Matches(/^[A-Za-z0-9_.-]{1,64}$/, { message: 'must be 1-64 characters of [A-Za-z0-9_.-]' }) REDIS_PREFIX = 'ws';
 
+  /**
+   * Proxies (comma-separated IPs or CIDRs) whose X-Forwarded-For is believed for the client's address. Empty
+   * (the default): the socket's address, so a client cannot pick the address its failed logins are counted on.
+   */
+  @ValidateBy({ name: 'isAddressList', validator: { validate: isAddressList, defaultMessage: () => 'must be comma-separated IP addresses or CIDRs' } })
+  TRUSTED_PROXIES = '';
+  /** Failed authentications one source address may make per AUTH_FAILURE_WINDOW_SECONDS before it gets 429. */
+  @Transform(toInt) @IsInt() @Min(1) @Max(1_000_000) AUTH_FAILURES_PER_ADDRESS = 20;
+  /** Failed authentications against one api_key (from any address) per window before the key gets 429. */
+  @Transform(toInt) @IsInt() @Min(1) @Max(1_000_000) AUTH_FAILURES_PER_KEY = 100;
+  @Transform(toInt) @IsInt() @Min(1) @Max(86_400) AUTH_FAILURE_WINDOW_SECONDS = 60;
+  /** How long an address or key that went over its limit is refused (429 with Retry-After). */
+  @Transform(toInt) @IsInt() @Min(1) @Max(86_400) AUTH_BLOCK_SECONDS = 60;
+
   /** Labels every container this deployment creates, so reconcilers never touch another deployment's. */
   @Matches(/^[A-Za-z0-9_.-]{1,64}$/, { message: 'must be 1-64 characters of [A-Za-z0-9_.-]' }) DEPLOYMENT_ID = 'default';
 
@@ -52,6 +67,22 @@ export class AppConfig {
    * for another worker to take at once, and the process exits shortly after.
    */
   @Transform(toInt) @IsInt() @Min(0) @Max(600_000) WORKER_SHUTDOWN_GRACE_MS = 20_000;
+}
+
+/** The entries of a comma-separated list (TRUSTED_PROXIES). */
+export function addressList(value: string): string[] {
+  return value.split(',').map((entry) => entry.trim()).filter(Boolean);
+}
+
+function isAddressList(value: unknown): boolean {
+  return typeof value === 'string' && addressList(value).every(isAddressOrCidr);
+}
+
+function isAddressOrCidr(entry: string): boolean {
+  const [address, bits, ...rest] = entry.split('/');
+  const family = isIP(address);
+  if (!family || rest.length) return false;
+  return bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
 }
 
 export class ConfigError extends Error {}
