@@ -32,7 +32,10 @@ export class TestApi {
     const suffix = randomSecret(5);
     const database = `ws_e2e_${suffix}`;
     const settings: Partial<AppConfig> = {
-      DATABASE_NAME: database, REDIS_PREFIX: `wse2e-${suffix}`, DEPLOYMENT_ID: `e2e-${suffix}`, DATABASE_POOL_SIZE: 4, LOG_LEVEL: 'warn', ...overrides,
+      DATABASE_NAME: database, REDIS_PREFIX: `wse2e-${suffix}`, DEPLOYMENT_ID: `e2e-${suffix}`, DATABASE_POOL_SIZE: 4, LOG_LEVEL: 'warn',
+      // Suites send many refused credentials from one address on purpose; auth-rate-limit.e2e-spec sets real limits.
+      AUTH_FAILURES_PER_ADDRESS: 1_000_000, AUTH_FAILURES_PER_KEY: 1_000_000,
+      ...overrides,
     };
     const config = Object.assign(loadConfig(), settings);
     await migrate(config, database);
