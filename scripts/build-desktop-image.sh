@@ -126,6 +126,11 @@ as_root sh -c '
   : > etc/machine-id
 ' sh "$ROOTFS"
 
+# No setuid/setgid bits (debootstrap leaves a dozen: su, mount, passwd, …): nothing in a workspace gains
+# privileges by running a file. Workspaces also run with no-new-privileges; this holds for the image anywhere.
+as_root find "$ROOTFS" -xdev -perm /6000 \( -type f -o -type d \) -exec chmod ug-s {} +
+[ -z "$(as_root find "$ROOTFS" -xdev -perm /6000 -print -quit)" ] || die "setuid/setgid files remain in $ROOTFS"
+
 log "importing rootfs ($(as_root du -sh --one-file-system "$ROOTFS" | cut -f1)) as $TAG"
 as_root tar -C "$ROOTFS" --numeric-owner --one-file-system \
     --exclude='./dev/*' --exclude='./proc/*' --exclude='./sys/*' -c . |
