@@ -5,6 +5,9 @@
 #    (/usr/local/bin/docker may be a bare client without an engine)
 #  - starts: dockerd --iptables=false --storage-driver=overlay2
 #    log: /var/log/dockerd-workspace.log   pid: /var/run/dockerd-workspace.pid
+#    (--iptables=false: Docker's NAT and FORWARD-policy rules are not needed for loopback-published workspaces
+#    and would rewrite this host's firewall; netfilter itself works, see workspace-firewall.sh)
+#  - installs the workspace isolation firewall (workspace-firewall.sh) for the local engine, every run
 set -euo pipefail
 
 SCRIPT_DIR="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)"
@@ -41,14 +44,21 @@ if [ -n "${DOCKER_HOST:-}" ] && [ "${DOCKER_HOST}" != "unix://$SOCK" ]; then
   exit 0
 fi
 
+# Workspaces on this engine must not reach the host or each other; without the firewall they could.
+ensure_firewall() {
+  "$SCRIPT_DIR/workspace-firewall.sh" || die "the workspace isolation firewall could not be installed"
+}
+
 if docker_answers; then
   log "docker engine is up"
+  ensure_firewall
   exit 0
 fi
 
 with_lock docker 300
 if docker_answers; then   # someone else started it while we waited for the lock
   log "docker engine is up"
+  ensure_firewall
   exit 0
 fi
 
@@ -88,6 +98,7 @@ max=$(( WAIT_SECONDS * 2 ))
 for (( i = 0; i < max; i++ )); do
   if docker_answers; then
     log "docker engine is up (dockerd pid $pid, $(docker info --format '{{.ServerVersion}} {{.Driver}}' 2>/dev/null))"
+    ensure_firewall
     exit 0
   fi
   if ! kill -0 "$pid" 2>/dev/null; then
