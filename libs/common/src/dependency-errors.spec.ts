@@ -4,7 +4,7 @@ import { MaxRetriesPerRequestError } from 'ioredis/built/errors';
 import { Client, DatabaseError, Pool } from 'pg';
 import { QueryFailedError } from 'typeorm';
 import { ApiError, ErrorCode } from './errors';
-import { dependencyOutage } from './dependency-errors';
+import { dependencyOutage, markDependency } from './dependency-errors';
 
 /** A server error as pg's protocol parser builds it from the wire (severity and SQLSTATE set field by field). */
 function serverError(code: string, message: string): DatabaseError {
@@ -52,6 +52,8 @@ describe('dependencyOutage', () => {
       const error = await caught(() => new Client({ host: '127.0.0.1', port, connectionTimeoutMillis: 5000 }).connect());
       expect((error as { code?: string }).code).toBe('ECONNREFUSED');
       expect(dependencyOutage(error)).toBe('A dependency');
+      // The database pool's connections mark their connect failures, so the answer can name PostgreSQL.
+      expect(dependencyOutage(markDependency(error as Error, 'PostgreSQL'))).toBe('PostgreSQL');
     });
 
     it('pg-pool: a server that never answers the startup message', async () => {

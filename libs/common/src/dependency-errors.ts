@@ -40,7 +40,13 @@ const REDIS_MESSAGES = [
 /** Redis replies that mean the server cannot serve right now (loading its data set, busy script, failover). */
 const REDIS_REPLIES = /^(LOADING|BUSY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN) /;
 
+/** Marks an error as raised by talking to `dependency` (for bare socket errors, which do not say whose they are). */
+export function markDependency<E extends Error>(error: E, dependency: Exclude<Dependency, 'A dependency'>): E {
+  return Object.assign(error, { dependency });
+}
+
 interface ErrorLike {
+  dependency?: unknown;
   name?: unknown;
   message?: unknown;
   code?: unknown;
@@ -79,6 +85,6 @@ function classifyOne(e: ErrorLike): Dependency | null {
   if (POSTGRES_MESSAGES.some((m) => message.startsWith(m))) return 'PostgreSQL';
   if (name === 'MaxRetriesPerRequestError' || REDIS_MESSAGES.some((m) => message.startsWith(m))) return 'Redis';
   if (name === 'ReplyError' && REDIS_REPLIES.test(message)) return 'Redis';
-  if (NETWORK_CODES.has(code)) return 'A dependency';
+  if (NETWORK_CODES.has(code)) return e.dependency === 'PostgreSQL' || e.dependency === 'Redis' ? e.dependency : 'A dependency';
   return null;
 }

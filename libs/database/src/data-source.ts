@@ -1,11 +1,25 @@
 import { join } from 'node:path';
+import { Client } from 'pg';
 import { DataSource, DataSourceOptions } from 'typeorm';
-import { AppConfig, loadConfig } from '@ws/common';
+import { AppConfig, loadConfig, markDependency } from '@ws/common';
 import { ALL_ENTITIES } from './entities';
 import { SnakeNamingStrategy } from './naming.strategy';
 
 /** Compiled migrations sit in dist/migrations; under ts (jest) the sources are loaded. */
 const MIGRATIONS_GLOB = join(__dirname, '..', '..', '..', 'migrations', '*.{js,ts}');
+
+/**
+ * The pool's connections: a failure to connect (a bare socket error such as ECONNREFUSED) is marked as
+ * PostgreSQL's, so the 503 it becomes names the dependency.
+ */
+class DatabaseClient extends Client {
+  override connect(): Promise<Client>;
+  override connect(callback: (err: Error | null, client?: Client) => void): void;
+  override connect(callback?: (err: Error | null, client?: Client) => void): Promise<Client> | void {
+    if (!callback) return super.connect().catch((err: Error) => Promise.reject(markDependency(err, 'PostgreSQL')));
+    return super.connect((err: Error | null) => callback(err ? markDependency(err, 'PostgreSQL') : null, this));
+  }
+}
 
 export function dataSourceOptions(config: AppConfig, database = config.DATABASE_NAME): DataSourceOptions {
   return {
@@ -24,7 +38,7 @@ export function dataSourceOptions(config: AppConfig, database = config.DATABASE_
     // keepalive lets the kernel notice a peer that vanished without closing the connection.
     extra: {
       max: config.DATABASE_POOL_SIZE, application_name: 'workspace-server',
-      connectionTimeoutMillis: config.DEPENDENCY_TIMEOUT_MS, keepAlive: true,
+      connectionTimeoutMillis: config.DEPENDENCY_TIMEOUT_MS, keepAlive: true, Client: DatabaseClient,
     },
   };
 }
