@@ -7,6 +7,7 @@ import { ApiError, ErrorCode, newId, parseId } from '@ws/common';
 import { Group, UserGroup } from '@ws/groups/group.entity';
 import { GroupsService } from '@ws/groups/groups.service';
 import { Image } from '@ws/images/image.entity';
+import { Server } from '@ws/servers/server.entity';
 import { LIVE_STATUSES, Workspace } from '@ws/workspaces/workspace.entity';
 import type { AttributeChanges, NewUserFields, UserChanges } from './dto/user.requests';
 import { UserAttributes } from './user-attributes.entity';
@@ -55,16 +56,22 @@ export class UsersService {
 
   async find(userId: string): Promise<User> {
     const id = parseId(userId);
-    const user = id ? await this.users.findOneBy({ id }) : null;
+    const user = id ? await this.findOneRaw('id', id) : null;
     if (!user) throw ApiError.invalidId('user_id', userId);
     return user;
   }
 
   async findByLookup(lookup: { user_id?: string; username?: string }): Promise<User> {
     if (lookup.user_id !== undefined) return this.find(lookup.user_id);
-    const user = await this.users.findOneBy({ username: lookup.username as string });
+    const user = await this.findOneRaw('username', lookup.username as string);
     if (!user) throw ApiError.invalidId('username', lookup.username);
     return user;
+  }
+
+  /** One user by a unique column, as a raw select (the hot read of most operations; see groupsOf). */
+  private async findOneRaw(column: 'id' | 'username', value: string): Promise<User | null> {
+    const [row] = (await this.db.query(`SELECT ${USER_COLUMNS} FROM users u WHERE u.${column} = $1`, [value])) as UserRow[];
+    return row ? userFromRow(row) : null;
   }
 
   /** A user who may start sessions: neither locked nor disabled. */
@@ -92,12 +99,13 @@ export class UsersService {
   async liveWorkspacesOf(userIds: string[]): Promise<Map<string, Workspace[]>> {
     const result = new Map<string, Workspace[]>(userIds.map((id) => [id, []]));
     if (userIds.length === 0) return result;
-    const rows = await this.workspaces.find({
-      where: { userId: In(userIds), status: In(LIVE_STATUSES) },
-      relations: { server: true },
-      order: { startDate: 'ASC' },
-    });
-    for (const w of rows) result.get(w.userId as string)?.push(w);
+    // Raw select with the server joined (see groupsOf): every column of both, hydrated by hand.
+    const rows = (await this.db.query(
+      `SELECT w.*, ${SERVER_COLUMNS} FROM workspaces w LEFT JOIN servers s ON s.id = w.server_id
+        WHERE w.user_id = ANY($1) AND w.status = ANY($2) ORDER BY w.start_date ASC`,
+      [[...new Set(userIds)], LIVE_STATUSES],
+    )) as WorkspaceWithServerRow[];
+    for (const row of rows) result.get(row.user_id as string)?.push(workspaceFromRow(row));
     return result;
   }
 
@@ -164,6 +172,56 @@ export class UsersService {
   async recordSession(userId: string, at: Date): Promise<void> {
     await this.users.update({ id: userId }, { lastSession: at });
   }
+}
+
+const USER_COLUMNS = [
+  'id', 'username', 'first_name', 'last_name', 'phone', 'organization', 'notes', 'locked', 'disabled', 'realm', 'password_hash', 'anonymous',
+  'two_factor', 'program_id', 'last_session', 'credentials_changed_at', 'created_at', 'updated_at',
+].map((c) => `u.${c}`).join(', ');
+
+interface UserRow {
+  id: string; username: string; first_name: string | null; last_name: string | null; phone: string | null; organization: string | null;
+  notes: string | null; locked: boolean; disabled: boolean; realm: string; password_hash: string | null; anonymous: boolean; two_factor: boolean;
+  program_id: string | null; last_session: Date | null; credentials_changed_at: Date; created_at: Date; updated_at: Date;
+}
+
+function userFromRow(r: UserRow): User {
+  return Object.assign(new User(), {
+    id: r.id, username: r.username, firstName: r.first_name, lastName: r.last_name, phone: r.phone, organization: r.organization, notes: r.notes,
+    locked: r.locked, disabled: r.disabled, realm: r.realm, passwordHash: r.password_hash, anonymous: r.anonymous, twoFactor: r.two_factor,
+    programId: r.program_id, lastSession: r.last_session, credentialsChangedAt: r.credentials_changed_at, createdAt: r.created_at, updatedAt: r.updated_at,
+  });
+}
+
+/** The server's columns under an `s_` prefix, beside `w.*`. */
+const SERVER_COLUMNS = [
+  'id', 'hostname', 'docker_endpoint', 'tls_ca_path', 'tls_cert_path', 'tls_key_path', 'publish_host', 'zone_id', 'enabled', 'cores', 'memory', 'provider', 'created_at',
+].map((c) => `s.${c} AS s_${c}`).join(', ');
+
+interface WorkspaceWithServerRow {
+  [column: string]: unknown;
+  user_id: string | null;
+  s_id: string | null;
+}
+
+/** Numeric and bigint columns come back as strings (see @ws/database/columns). */
+const toNumber = (v: unknown) => (v === null ? null : Number(v));
+
+function workspaceFromRow(r: WorkspaceWithServerRow): Workspace {
+  const server = r.s_id === null ? null : Object.assign(new Server(), {
+    id: r.s_id, hostname: r.s_hostname, dockerEndpoint: r.s_docker_endpoint, tlsCaPath: r.s_tls_ca_path, tlsCertPath: r.s_tls_cert_path,
+    tlsKeyPath: r.s_tls_key_path, publishHost: r.s_publish_host, zoneId: r.s_zone_id, enabled: r.s_enabled, cores: toNumber(r.s_cores),
+    memory: toNumber(r.s_memory), provider: r.s_provider, createdAt: r.s_created_at,
+  });
+  return Object.assign(new Workspace(), {
+    id: r.id, userId: r.user_id, imageId: r.image_id, serverId: r.server_id, server, status: r.status, operationalMessage: r.operational_message,
+    operationalProgress: r.operational_progress, containerId: r.container_id, containerIp: r.container_ip, hostPorts: r.host_ports,
+    cores: toNumber(r.cores), memory: toNumber(r.memory), token: r.token, viewOnlyToken: r.view_only_token, sessionTokenId: r.session_token_id,
+    launchOptions: r.launch_options, shareId: r.share_id, sharingEnabled: r.sharing_enabled, environment: r.environment,
+    persistentProfileMode: r.persistent_profile_mode, isPersistentProfile: r.is_persistent_profile, startDate: r.start_date,
+    keepaliveDate: r.keepalive_date, expirationDate: r.expiration_date, destroyedAt: r.destroyed_at, destroyReason: r.destroy_reason,
+    createdAt: r.created_at, updatedAt: r.updated_at,
+  });
 }
 
 function duplicateUsername(err: unknown, username: string): unknown {
