@@ -12,6 +12,8 @@ export const MAX_DRAINED_BODY_BYTES = 64 * 1024 * 1024;
 export const MAX_DRAIN_MS = 30_000;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+/** `type/subtype` as RFC 9110 tokens: what Fastify accepts as a media type. */
+const MEDIA_TYPE = /^[\w!#$%&'*+.^`|~-]+\/[\w!#$%&'*+.^`|~-]+$/;
 
 /**
  * Bodies are JSON whatever the Content-Type says (integrators' `curl -d` sends form encoding), and must
@@ -20,6 +22,12 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  */
 export function configureFastify(fastify: FastifyInstance): void {
   const limit = fastify.initialConfig.bodyLimit ?? 1024 * 1024;
+  // Fastify answers 415 to a Content-Type that is not even a media type (`garbage`, ``) without reading the
+  // body; we read bodies as JSON whatever the type says, so such a header counts as absent.
+  fastify.addHook('onRequest', async (request) => {
+    const contentType = request.headers['content-type'];
+    if (contentType !== undefined && !MEDIA_TYPE.test(contentType.split(';')[0].trim())) delete request.headers['content-type'];
+  });
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', (request, payload, done) => {
     readBody(payload, Number(request.headers['content-length']), limit).then(
