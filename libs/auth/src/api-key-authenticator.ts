@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
-import { ApiError, ErrorCode, sha256 } from '@ws/common';
+import { ApiError, AppConfig, ErrorCode, sha256 } from '@ws/common';
 import { PgNotifications } from '@ws/database/pg-notifications';
 import { ApiKey } from './api-key.entity';
 import type { Caller } from './caller';
@@ -10,11 +10,6 @@ import type { Caller } from './caller';
 const MAX_CACHED = 10_000;
 /** Belt and braces: even with change notices, re-read a key at least this often. */
 const CACHE_TTL_MS = 60_000;
-/**
- * Unknown (or revoked) keys are remembered this long, so a flood of them costs no query. A key inserted later
- * evicts its entry through the change notice, so it works at once.
- */
-const UNKNOWN_KEY_TTL_MS = 10_000;
 /** Issued keys are 32 characters; anything much longer names no key and is refused without a query. */
 const MAX_API_KEY_LENGTH = 128;
 
@@ -39,6 +34,7 @@ interface Cached {
  * Authenticates (api_key, api_key_secret) in microseconds: keys are cached in memory and compared with
  * a constant-time SHA-256 check. Any change to a key row (revoke, permissions, expiry) arrives as a
  * PostgreSQL notice and evicts it at once; while notices cannot be received nothing is served from cache.
+ * Unknown keys are remembered briefly too (AUTH_UNKNOWN_KEY_CACHE_SECONDS); inserting a key evicts that.
  */
 @Injectable()
 export class ApiKeyAuthenticator implements OnModuleInit {
@@ -49,6 +45,7 @@ export class ApiKeyAuthenticator implements OnModuleInit {
   constructor(
     @InjectRepository(ApiKey) private readonly keys: Repository<ApiKey>,
     private readonly notifications: PgNotifications,
+    private readonly config: AppConfig,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -109,9 +106,11 @@ export class ApiKeyAuthenticator implements OnModuleInit {
   }
 
   private rememberUnknown(apiKey: string, now: number): void {
-    if (!this.notifications.listening) return;
+    // Unknown (or revoked) keys are remembered so a flood of them costs no query; an insert notice evicts the entry.
+    const ttlMs = this.config.AUTH_UNKNOWN_KEY_CACHE_SECONDS * 1000;
+    if (!this.notifications.listening || ttlMs === 0) return;
     this.unknown.delete(apiKey);
     if (this.unknown.size >= MAX_CACHED) this.unknown.delete(this.unknown.keys().next().value as string);
-    this.unknown.set(apiKey, now + UNKNOWN_KEY_TTL_MS);
+    this.unknown.set(apiKey, now + ttlMs);
   }
 }

@@ -47,6 +47,11 @@ export class AppConfig {
   @Transform(toInt) @IsInt() @Min(1) @Max(86_400) AUTH_FAILURE_WINDOW_SECONDS = 60;
   /** How long an address or key that went over its limit is refused (429 with Retry-After). */
   @Transform(toInt) @IsInt() @Min(1) @Max(86_400) AUTH_BLOCK_SECONDS = 60;
+  /**
+   * How long an unknown api_key is remembered (refused without a query). A key created meanwhile evicts it at
+   * once through its insert notice; 0 remembers nothing.
+   */
+  @Transform(toInt) @IsInt() @Min(0) @Max(3600) AUTH_UNKNOWN_KEY_CACHE_SECONDS = 10;
 
   /** Labels every container this deployment creates, so reconcilers never touch another deployment's. */
   @Matches(/^[A-Za-z0-9_.-]{1,64}$/, { message: 'must be 1-64 characters of [A-Za-z0-9_.-]' }) DEPLOYMENT_ID = 'default';

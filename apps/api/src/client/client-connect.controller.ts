@@ -1,7 +1,7 @@
-import { Body, Controller, HttpCode, Post, Res } from '@nestjs/common';
+import { Body, Controller, HttpCode, Post, Res, UseInterceptors } from '@nestjs/common';
 import { IsOptional, IsString, Length } from 'class-validator';
 import type { FastifyReply } from 'fastify';
-import { PublicRoute } from '@ws/auth';
+import { LimitFailedAuth, PublicRoute } from '@ws/auth';
 import { ApiError, AppConfig, ErrorCode, toWireId } from '@ws/common';
 import { SettingsService } from '@ws/settings';
 import { UsersService } from '@ws/users';
@@ -39,6 +39,8 @@ export class ClientConnectController {
   @Post('connect')
   @HttpCode(200)
   @PublicRoute()
+  // Forged or expired credentials count against the address (429 past AUTH_FAILURES_PER_ADDRESS).
+  @UseInterceptors(LimitFailedAuth)
   async connect(@Body() body: ConnectRequest, @Res({ passthrough: true }) reply: FastifyReply) {
     if ((body.workspace_id === undefined) === (body.share_id === undefined)) {
       throw new ApiError(ErrorCode.InvalidRequest, 'Send exactly one of workspace_id and share_id');

@@ -1,6 +1,6 @@
-import { Body, Controller, HttpCode, Post } from '@nestjs/common';
+import { Body, Controller, HttpCode, Post, UseInterceptors } from '@nestjs/common';
 import { IsString, Length } from 'class-validator';
-import { PublicRoute } from '@ws/auth';
+import { LimitFailedAuth, PublicRoute } from '@ws/auth';
 import { toWireId } from '@ws/common';
 import { LoginLinksService, toSessionTokenResponse } from '@ws/users';
 
@@ -16,6 +16,8 @@ export class ClientLoginController {
   @Post('login')
   @HttpCode(200)
   @PublicRoute()
+  // Forged or expired credentials count against the address (429 past AUTH_FAILURES_PER_ADDRESS).
+  @UseInterceptors(LimitFailedAuth)
   async redeem(@Body() body: RedeemLoginRequest) {
     const { token, jwt } = await this.loginLinks.redeem(body.login_token);
     return { user_id: toWireId(token.userId), session_token: toSessionTokenResponse(token, jwt) };

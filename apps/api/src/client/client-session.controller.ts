@@ -1,6 +1,6 @@
-import { Body, Controller, HttpCode, Post } from '@nestjs/common';
+import { Body, Controller, HttpCode, Post, UseInterceptors } from '@nestjs/common';
 import { IsString, Length } from 'class-validator';
-import { PublicRoute } from '@ws/auth';
+import { LimitFailedAuth, PublicRoute } from '@ws/auth';
 import { ApiError, ErrorCode, formatTimestamp, toWireId } from '@ws/common';
 import { SessionTokensService, UsersService } from '@ws/users';
 
@@ -19,6 +19,8 @@ export class ClientSessionController {
   @Post('session')
   @HttpCode(200)
   @PublicRoute()
+  // Forged or expired credentials count against the address (429 past AUTH_FAILURES_PER_ADDRESS).
+  @UseInterceptors(LimitFailedAuth)
   async whoami(@Body() body: SessionCheckRequest) {
     const verified = await this.tokens.verify(body.session_jwt);
     if (!verified) throw new ApiError(ErrorCode.Unauthenticated, 'This session is not valid; ask for a new link');

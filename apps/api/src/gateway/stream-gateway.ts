@@ -4,6 +4,7 @@ import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@ne
 import { HttpAdapterHost } from '@nestjs/core';
 import { WebSocketServer } from 'ws';
 import { ApiError, AppConfig, dependencyOutage, ErrorCode, httpStatusFor, RETRY_AFTER_SECONDS } from '@ws/common';
+import { AuthRateLimiter } from '@ws/auth';
 import { PgNotifications } from '@ws/database/pg-notifications';
 import { RedisConnections } from '@ws/queue';
 import { ReadBufferPool } from '@ws/stream/read-buffer-pool';
@@ -45,6 +46,7 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly notifications: PgNotifications,
     private readonly redis: RedisConnections,
     private readonly config: AppConfig,
+    private readonly limiter: AuthRateLimiter,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -70,11 +72,14 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
     let vnc: Socket | null = null;
     // Failures before admission are the database's or Redis's (503); after it, the desktop's (502).
     let admitted = false;
+    const attempt = { address: this.limiter.proxies.clientAddress(request.socket.remoteAddress, request.headers['x-forwarded-for']) };
     try {
       // A browser's websocket must come from a page of this service (the stream cookie may be SameSite=None).
       if (!originAllowed(request.headers.origin, request.headers.host, new URL(this.config.PUBLIC_BASE_URL).origin)) {
         throw new ApiError(ErrorCode.Forbidden, 'Streams may only be opened from pages of this service');
       }
+      // An address with too many refused sessions gets 429 before any query; each refusal is counted.
+      await this.limiter.assertNotBlocked(attempt);
       // Only the cookie: a token in the url would land in proxy and access logs.
       const jwt = cookie(request.headers.cookie, STREAM_COOKIE);
       if (!jwt) throw new ApiError(ErrorCode.Unauthenticated, 'No session: open the workspace link first');
@@ -108,9 +113,10 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
             ws.close(1002, err.message.slice(0, 120));
           });
       });
-    } catch (err) {
+    } catch (caught) {
       vnc?.destroy();
-      if (err instanceof ApiError) return reject(socket, httpStatusFor(err.code), err.message);
+      const err = admitted ? caught : await this.limiter.failed(caught, attempt);
+      if (err instanceof ApiError) return reject(socket, httpStatusFor(err.code), err.message, err.retryAfterSeconds);
       const dependency = admitted ? null : dependencyOutage(err);
       if (dependency) return reject(socket, 503, `${dependency} is unavailable; retry later`);
       this.logger.warn(`stream ${match[1]}: ${(err as Error).message}`);
@@ -138,9 +144,9 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
   }
 }
 
-function reject(socket: Socket, status: number, message: string): void {
+function reject(socket: Socket, status: number, message: string, retryAfterSeconds = status === 503 ? RETRY_AFTER_SECONDS : undefined): void {
   const body = JSON.stringify({ error_message: message });
-  const retryAfter = status === 503 ? `Retry-After: ${RETRY_AFTER_SECONDS}\r\n` : '';
+  const retryAfter = retryAfterSeconds !== undefined ? `Retry-After: ${retryAfterSeconds}\r\n` : '';
   socket.end(`HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : status === 403 ? 'Forbidden' : 'Error'}\r\n${retryAfter}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }
 
