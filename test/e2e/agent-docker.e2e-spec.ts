@@ -6,6 +6,7 @@ import {
   ContainerNotFoundError,
   ContainerNotRunningError,
   DockerHost,
+  ensureWorkspaceNetwork,
   ExecTimeoutError,
   ExecUserNotAllowedError,
   ImageNotFoundError,
@@ -54,7 +55,7 @@ describe('agent on a real Docker engine', () => {
   const workspaceId = `e2e-${randomSecret(8)}`;
   let containerId = '';
 
-  beforeAll(() => {
+  beforeAll(async () => {
     execFileSync('bash', [join(REPO, 'scripts/ensure-docker.sh')], { cwd: REPO, stdio: ['ignore', 'ignore', 'inherit'], timeout: 20 * 60_000 });
     const out = execFileSync('bash', ['-c', 'set -o pipefail; bash scripts/build-desktop-image.sh | tail -1'], {
       cwd: REPO,
@@ -64,6 +65,7 @@ describe('agent on a real Docker engine', () => {
     });
     image = out.trim();
     expect(image).toMatch(/^workspace-server\/desktop:[0-9a-f]{12}$/);
+    await ensureWorkspaceNetwork(host); // the specs join it, as the worker's do
   }, 31 * 60_000);
 
   afterAll(async () => {

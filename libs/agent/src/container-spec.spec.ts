@@ -1,5 +1,6 @@
 import { buildContainerSpec, BuildContainerSpecInput, LABELS, localeFromLanguage, portsFromAttributes, validTimezone } from './container-spec';
 import { InvalidContainerSpecError } from './errors';
+import { WORKSPACE_NETWORK } from './workspace-network';
 
 const WS_ID = '0b6f2a52-6a1e-4a43-9d8a-3c1b2d7e9f10';
 
@@ -25,8 +26,9 @@ describe('buildContainerSpec', () => {
       labels: { [LABELS.workspaceId]: WS_ID, [LABELS.deploymentId]: 'dep-1' },
       ports: { vnc: '5900/tcp' },
       publishHost: '127.0.0.1',
-      network: null,
+      network: 'workspace-server-isolated',
       shmSizeBytes: 512 * 1024 * 1024,
+      noNewPrivileges: true,
     });
   });
 
@@ -109,9 +111,15 @@ describe('buildContainerSpec', () => {
     expect(spec.env.VNC_PORT).toBe('5901');
   });
 
-  it('uses the image network only when the image is restricted to it', () => {
+  it('uses the image network only when the image is restricted to it, else the isolated workspace network', () => {
     expect(buildContainerSpec(input({ image: { name: 'i:1', restrictToNetwork: true, networkName: 'wsnet' } })).network).toBe('wsnet');
-    expect(buildContainerSpec(input({ image: { name: 'i:1', restrictToNetwork: false, networkName: 'wsnet' } })).network).toBeNull();
+    expect(buildContainerSpec(input({ image: { name: 'i:1', restrictToNetwork: false, networkName: 'wsnet' } })).network).toBe(WORKSPACE_NETWORK.name);
+    expect(buildContainerSpec(input({ image: { name: 'i:1', restrictToNetwork: true, networkName: null } })).network).toBe(WORKSPACE_NETWORK.name);
+  });
+
+  it('turns no-new-privileges on unless told otherwise', () => {
+    expect(buildContainerSpec(input()).noNewPrivileges).toBe(true);
+    expect(buildContainerSpec(input({ noNewPrivileges: false })).noNewPrivileges).toBe(false);
   });
 
   it('rejects invalid resources', () => {

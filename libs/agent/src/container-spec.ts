@@ -1,5 +1,6 @@
 import type { WorkspaceContainerSpec } from './docker-host';
 import { InvalidContainerSpecError } from './errors';
+import { WORKSPACE_NETWORK } from './workspace-network';
 
 /** Labels the agent puts on every workspace container. */
 export const LABELS = {
@@ -70,7 +71,7 @@ export interface BuildContainerSpecInput {
   clientTimezone?: string | null;
   /** Default: a quarter of memory, between 64 MiB and 2 GiB. */
   shmSizeBytes?: number | null;
-  /** Passed through to the spec when set (DockerHost defaults to true; see WorkspaceContainerSpec). */
+  /** Default true: no process in the container gains privileges through exec (setuid files, file capabilities). */
   noNewPrivileges?: boolean;
 }
 
@@ -185,8 +186,9 @@ export function buildContainerSpec(input: BuildContainerSpecInput): WorkspaceCon
     labels: { [LABELS.workspaceId]: workspace.id, [LABELS.deploymentId]: input.deploymentId },
     ports,
     publishHost: input.server?.publishHost || '127.0.0.1',
-    network: image.restrictToNetwork && image.networkName ? image.networkName : null,
+    // An image restricted to a network of the operator's goes there; every other workspace joins the isolated one.
+    network: image.restrictToNetwork && image.networkName ? image.networkName : WORKSPACE_NETWORK.name,
     shmSizeBytes: shm,
-    ...(input.noNewPrivileges !== undefined ? { noNewPrivileges: input.noNewPrivileges } : {}),
+    noNewPrivileges: input.noNewPrivileges ?? true,
   };
 }

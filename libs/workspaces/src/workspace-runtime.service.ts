@@ -1,7 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, LessThan, Repository } from 'typeorm';
-import { buildContainerSpec, ContainerNotFoundError, ContainerState, containerNameFor, DockerHost, DockerHosts, isTransientDockerError, LABELS } from '@ws/agent';
+import {
+  buildContainerSpec, ContainerNotFoundError, ContainerState, containerNameFor, DockerHost, DockerHosts, ensureWorkspaceNetwork, isTransientDockerError, LABELS, WORKSPACE_NETWORK,
+} from '@ws/agent';
 import { AppConfig } from '@ws/common';
 import { jobId, JobProducer, PermanentFailure } from '@ws/queue';
 import { Server } from '@ws/servers/server.entity';
@@ -49,12 +51,11 @@ export class WorkspaceRuntime {
       const spec = buildContainerSpec({
         workspace, image, server, deploymentId: this.config.DEPLOYMENT_ID, environment: workspace.environment,
         workspaceUrl: workspace.launchOptions.workspaceUrl, clientLanguage: workspace.launchOptions.clientLanguage, clientTimezone: workspace.launchOptions.clientTimezone,
-        // exec_command_workspace as root must be real root ("unsandboxed"); the desktop user holds no capabilities either way.
-        noNewPrivileges: false,
       });
       let state = await this.runningContainerOf(host, spec.name, spec.labels, spec.ports);
       if (!state) {
         await this.progress(workspace, 20, 'Creating the container');
+        if (spec.network === WORKSPACE_NETWORK.name) await ensureWorkspaceNetwork(host); // isolated bridge, see docs/decisions.md
         const { containerId } = await host.createWorkspaceContainer(spec);
         await this.workspaces.update({ id: workspace.id, status: 'starting' }, { containerId, operationalProgress: 40, operationalMessage: 'Starting the container' });
         attempt.signal?.throwIfAborted();

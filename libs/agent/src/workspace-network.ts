@@ -1,0 +1,126 @@
+import type Docker from 'dockerode';
+import type { DockerHost } from './docker-host';
+import { AgentError, classifyDockerError, daemonMessageOf, DockerDaemonError, DockerTimeoutError, httpStatusOf } from './errors';
+
+/**
+ * The bridge network every workspace container joins (unless its image is restricted to a network of its own).
+ * One per Docker host, shared by all deployments on it: inter-container traffic is off on it, and the host
+ * firewall (scripts/workspace-firewall.sh, matching the bridge's interface name) refuses connections from it
+ * to the host, to other Docker networks and to private addresses. Published ports stay reachable from the host.
+ */
+export const WORKSPACE_NETWORK = {
+  name: 'workspace-server-isolated',
+  /** Linux interface name. Docker refuses a second network with the same bridge name, so two concurrent creators cannot both succeed. */
+  bridge: 'ws-isolated',
+  label: 'workspace-server.network',
+  labelValue: 'workspace-isolation',
+} as const;
+
+const BRIDGE_NAME_OPTION = 'com.docker.network.bridge.name';
+const ICC_OPTION = 'com.docker.network.bridge.enable_icc';
+
+export function workspaceNetworkCreateOptions(): Docker.NetworkCreateOptions {
+  return {
+    Name: WORKSPACE_NETWORK.name,
+    Driver: 'bridge',
+    CheckDuplicate: true,
+    Internal: false,
+    EnableIPv6: false,
+    Attachable: false,
+    Options: { [BRIDGE_NAME_OPTION]: WORKSPACE_NETWORK.bridge, [ICC_OPTION]: 'false' },
+    Labels: { [WORKSPACE_NETWORK.label]: WORKSPACE_NETWORK.labelValue },
+  };
+}
+
+interface NetworkInfo {
+  Id: string;
+  Name: string;
+  Driver?: string;
+  Options?: Record<string, string> | null;
+  Labels?: Record<string, string> | null;
+}
+
+/** Why a network of that name is not ours to use (a look-alike could join workspaces to an open bridge), or null. */
+export function foreignNetworkReason(info: NetworkInfo): string | null {
+  if (info.Driver !== 'bridge') return `its driver is ${info.Driver ?? 'unknown'}, not bridge`;
+  if (info.Options?.[BRIDGE_NAME_OPTION] !== WORKSPACE_NETWORK.bridge) return `its bridge is not ${WORKSPACE_NETWORK.bridge}`;
+  if (info.Options?.[ICC_OPTION] !== 'false') return 'inter-container traffic is enabled on it';
+  if (info.Labels?.[WORKSPACE_NETWORK.label] !== WORKSPACE_NETWORK.labelValue) return `it lacks the label ${WORKSPACE_NETWORK.label}`;
+  return null;
+}
+
+/** One Docker call bounded like DockerHost's own (the request is aborted at the bound); errors come out classified. */
+async function bounded<T>(host: DockerHost, operation: string, fn: (abortSignal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      controller.abort();
+      reject(new DockerTimeoutError(host.name, operation, host.requestTimeoutMs));
+    }, host.requestTimeoutMs);
+  });
+  try {
+    return await Promise.race([fn(controller.signal), timeout]);
+  } catch (err) {
+    if (err instanceof AgentError) throw err;
+    throw classifyDockerError(err, { host: host.name, operation });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function inspectNetwork(host: DockerHost): Promise<NetworkInfo | null> {
+  return bounded(host, `inspect network ${WORKSPACE_NETWORK.name}`, async (abortSignal) => {
+    try {
+      // Network.inspect would put an abort signal into the query string; dial directly.
+      return await new Promise<NetworkInfo>((resolve, reject) => {
+        host.docker.modem.dial(
+          { path: `/networks/${encodeURIComponent(WORKSPACE_NETWORK.name)}?`, method: 'GET', abortSignal, statusCodes: { 200: true, 404: 'no such network', 500: 'server error' }, options: {} },
+          (err: unknown, data: unknown) => (err ? reject(err) : resolve(data as NetworkInfo)),
+        );
+      });
+    } catch (err) {
+      if (httpStatusOf(err) === 404) return null;
+      throw err;
+    }
+  });
+}
+
+function verified(host: DockerHost, info: NetworkInfo): string {
+  const reason = foreignNetworkReason(info);
+  if (reason) {
+    throw new DockerDaemonError(host.name, `use network ${WORKSPACE_NETWORK.name}`, null, `a network of that name exists but ${reason}; remove it (docker network rm) so the agent can create the isolated one`, false);
+  }
+  return info.Id;
+}
+
+async function ensure(host: DockerHost): Promise<string> {
+  const existing = await inspectNetwork(host);
+  if (existing) return verified(host, existing);
+  try {
+    const network = await bounded(host, `create network ${WORKSPACE_NETWORK.name}`, (abortSignal) => host.docker.createNetwork({ ...workspaceNetworkCreateOptions(), abortSignal }));
+    return network.id;
+  } catch (err) {
+    // Another worker created it first (name or bridge name taken): adopt theirs after checking it.
+    const cause = err instanceof AgentError ? err.cause : err;
+    if (!/already exists|conflicts with network|same bridge name/i.test(daemonMessageOf(cause))) throw err;
+    const theirs = await inspectNetwork(host);
+    if (!theirs) throw err;
+    return verified(host, theirs);
+  }
+}
+
+const inFlight = new WeakMap<DockerHost, Promise<string>>();
+
+/**
+ * Makes sure the workspace network exists on this host; answers its id. Idempotent, and checked on every
+ * provision (one inspect) because `docker network prune` removes it whenever no workspace runs. Concurrent
+ * callers in one process share one check.
+ */
+export function ensureWorkspaceNetwork(host: DockerHost): Promise<string> {
+  const pending = inFlight.get(host);
+  if (pending) return pending;
+  const promise = ensure(host).finally(() => inFlight.delete(host));
+  inFlight.set(host, promise);
+  return promise;
+}
