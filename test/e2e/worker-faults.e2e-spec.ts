@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { DataSource } from 'typeorm';
 import { LABELS } from '@ws/agent';
 import { randomSecret } from '@ws/common';
+import { MAX_JOB_STALLS } from '@ws/queue';
 import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
 import { ZonesService } from '@ws/zones';
@@ -47,6 +48,18 @@ describe('worker faults: killed and stopped workers', () => {
     const w = WorkerProcess.spawn(api.settings, extra);
     workers.push(w);
     return w;
+  };
+  /** The reference desktop with another command (a local commit: nothing is pulled); removed after the file. */
+  const derivedImage = (what: string, command: string): string => {
+    const tag = `workspace-server/desktop-${what}-e2e:${randomSecret(6).toLowerCase()}`;
+    const cid = execFileSync('docker', ['create', desktopImage()], { encoding: 'utf8' }).trim();
+    try {
+      execFileSync('docker', ['commit', '--change', `CMD ["/bin/sh", "-c", ${JSON.stringify(command)}]`, cid, tag], { stdio: 'ignore' });
+    } finally {
+      execFileSync('docker', ['rm', '-f', cid], { stdio: 'ignore' });
+    }
+    createdImages.push(tag);
+    return tag;
   };
   const rows = async (ids: string[]): Promise<Row[]> =>
     db.query('SELECT id, status, container_id, operational_message FROM workspaces WHERE id = ANY($1)', [ids]);
@@ -138,14 +151,7 @@ describe('worker faults: killed and stopped workers', () => {
 
   it('SIGTERM: a worker exits within its grace and hands its running provisions to the other worker, which finishes them', async () => {
     // A desktop that takes a while to answer keeps its provisions in flight past the grace (and their locks by renewal).
-    const slow = `workspace-server/desktop-slow-e2e:${randomSecret(6).toLowerCase()}`;
-    const cid = execFileSync('docker', ['create', desktopImage()], { encoding: 'utf8' }).trim();
-    try {
-      execFileSync('docker', ['commit', '--change', 'CMD ["/bin/sh", "-c", "sleep 15; exec /usr/local/bin/start-desktop"]', cid, slow], { stdio: 'ignore' });
-    } finally {
-      execFileSync('docker', ['rm', '-f', cid], { stdio: 'ignore' });
-    }
-    createdImages.push(slow);
+    const slow = derivedImage('slow', 'sleep 15; exec /usr/local/bin/start-desktop');
     const imageId = await registerImage(slow, 'Slow desktop');
 
     const graceMs = 1000;
@@ -179,5 +185,33 @@ describe('worker faults: killed and stopped workers', () => {
     }
     expect(await containerProblems(ids)).toEqual([]);
     await staying.kill('SIGTERM', 60_000);
+  }, 600_000);
+
+  it('a provision whose worker is killed again and again fails cleanly, with the reason and without its container', async () => {
+    // A desktop that never answers: every run is still waiting for it when its worker dies.
+    const imageId = await registerImage(derivedImage('silent', 'exec sleep 100000'), 'Silent desktop');
+    const pair = [spawnWorker(), spawnWorker()];
+    await Promise.all(pair.map((w) => w.ready()));
+    const [id] = await requestWorkspaces(imageId, 1);
+    for (let kill = 0; kill <= MAX_JOB_STALLS; kill++) {
+      const victim = await waitFor(`the provision running again (kill ${kill + 1})`, async () => {
+        const [row] = await rows([id]);
+        if (row.status !== 'starting') throw new Error(`workspace left starting after ${kill} kills: ${JSON.stringify(row)}`);
+        const pid = await jobs.holderPid(id);
+        const index = pair.findIndex((w) => w.pid === pid && w.alive);
+        return index >= 0 ? index : undefined;
+      }, 120_000, 20);
+      await pair[victim].kill('SIGKILL');
+      pair[victim] = spawnWorker();
+      await pair[victim].ready();
+    }
+    const [failed] = await waitFor('the workspace failed', async () => {
+      const all = await rows([id]);
+      return all[0].status === 'starting' ? undefined : all;
+    }, 120_000, 100);
+    expect(failed.status).toBe('failed');
+    expect(failed.operational_message).toBe(`Could not start the workspace: its worker stopped ${MAX_JOB_STALLS + 1} times while starting it`);
+    expect(await containerProblems([id])).toEqual([]);
+    for (const w of pair) await w.kill('SIGKILL');
   }, 600_000);
 });
