@@ -36,7 +36,9 @@ export class PgNotifications implements OnModuleDestroy {
     if (!set) {
       set = new Set();
       this.handlers.set(channel, set);
-      if (this.client) await this.client.query(`LISTEN ${channel}`);
+      // A failed LISTEN means the connection is going: the reconnect LISTENs on every channel, this one too.
+      const client = this.client;
+      if (client) await client.query(`LISTEN ${channel}`).catch(() => this.drop(client));
     }
     set.add(handler);
     await this.ensureConnected();
