@@ -219,6 +219,27 @@ function postWholeThenRead(baseUrl: string, path: string, size: number, chunked:
   });
 }
 
+/** Writes raw bytes on a fresh connection and reads until the server closes it. */
+function rawExchange(baseUrl: string, bytes: string): Promise<Answer> {
+  const { hostname, port } = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: hostname, port: Number(port) }, () => socket.write(bytes));
+    const timer = setTimeout(() => socket.destroy(new Error(`no answer within ${REQUEST_TIMEOUT_MS} ms`)), REQUEST_TIMEOUT_MS);
+    const received: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => received.push(chunk));
+    socket.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    socket.on('close', () => {
+      clearTimeout(timer);
+      const raw = Buffer.concat(received).toString('utf8');
+      const [head, ...rest] = raw.split('\r\n\r\n');
+      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0), contentType: /\r\ncontent-type: ([^\r]*)/i.exec(head)?.[1] ?? '', text: rest.join('\r\n\r\n') });
+    });
+  });
+}
+
 /** Declares a body of `declared` bytes, sends none of it, and waits for the answer. */
 function postDeclaredOnly(baseUrl: string, path: string, declared: number): Promise<Answer> {
   return new Promise((resolve, reject) => {
@@ -392,6 +413,17 @@ describe('fuzz: every catalog operation, hostile input (fast-check)', () => {
         expect([answer.status, JSON.parse(answer.text)]).toEqual([413, { error_message: 'Request body is too large' }]);
       }
       expect((await api.raw().get('/api/health')).status).toBe(200);
+    });
+
+    it.each([
+      ['a request line that is not HTTP', 'GARBAGE\r\n\r\n', 400],
+      ['both Content-Length and chunked', 'POST /api/public/get_users HTTP/1.1\r\nhost: a\r\ncontent-length: 5\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n', 400],
+      ['a NUL in a header', 'POST /api/public/get_users HTTP/1.1\r\nhost: a\r\nx-a: b\u0000c\r\ncontent-length: 0\r\n\r\n', 400],
+      ['headers larger than Node accepts', `GET /api/health HTTP/1.1\r\nhost: a\r\nx-big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
+    ])('%s: answered as JSON with error_message too (Node refuses it before any route)', async (_what, bytes, status) => {
+      const answer = await rawExchange(baseUrl, bytes as string);
+      expect(answer.status).toBe(status);
+      checkAnswer(answer);
     });
 
     it('a declared 1 GiB body is refused with 413 at once, without waiting for it', async () => {

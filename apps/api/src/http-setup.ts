@@ -1,4 +1,5 @@
-import type { IncomingMessage } from 'node:http';
+import { type IncomingMessage, STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { ApiError, ErrorCode, findJsonProblem } from '@ws/common';
 
@@ -28,6 +29,10 @@ export function configureFastify(fastify: FastifyInstance): void {
     const contentType = request.headers['content-type'];
     if (contentType !== undefined && !MEDIA_TYPE.test(contentType.split(';')[0].trim())) delete request.headers['content-type'];
   });
+  // Requests Node's HTTP parser refuses (malformed, headers too large, too slow) never reach a route; Fastify's
+  // own answer for them lacks error_message. It is the only listener, registered when the instance was made.
+  fastify.server.removeAllListeners('clientError');
+  fastify.server.on('clientError', answerClientError);
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', (request, payload, done) => {
     readBody(payload, Number(request.headers['content-length']), limit).then(
@@ -109,4 +114,18 @@ function readBody(payload: IncomingMessage, declaredLength: number, limit: numbe
     payload.on('data', onData).on('end', onEnd).on('error', onError).on('aborted', onAborted);
     payload.resume();
   });
+}
+
+/** Our JSON error for a request that could not even be parsed as HTTP; the connection is closed after it. */
+export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, message] =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'The request took too long to arrive']
+      : error.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request headers are too large']
+        : [400, 'Malformed HTTP request'];
+  const body = JSON.stringify({ error_message: message });
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy();
 }
