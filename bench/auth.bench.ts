@@ -3,9 +3,11 @@
  * measured in the same run: an uncached indexed lookup per request, and a bcrypt check (a slow hash).
  */
 import 'reflect-metadata';
+import type { ExecutionContext } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
 import * as bcrypt from 'bcryptjs';
 import { DataSource } from 'typeorm';
-import { ApiKeyAuthenticator, ApiKeysService } from '@ws/auth';
+import { ApiKeyAuthenticator, ApiKeysService, AuthRateLimiter, OPERATION_KEY, OperationGuard } from '@ws/auth';
 import { loadConfig, randomSecret, sha256 } from '@ws/common';
 import { dropDatabase, migrate } from '@ws/database';
 import { createApi } from '../apps/api/src/bootstrap';
@@ -17,6 +19,14 @@ async function perCallMicros(calls: number, fn: () => Promise<unknown>): Promise
   const start = process.hrtime.bigint();
   for (let i = 0; i < calls; i++) await fn();
   return Number(process.hrtime.bigint() - start) / 1000 / calls;
+}
+
+/** What the global guard sees for `get_users` with these credentials (the guard itself runs, failure-limit checks included). */
+function operationContext(apiKey: string, secret: string): ExecutionContext {
+  const handler = () => undefined;
+  Reflect.defineMetadata(OPERATION_KEY, 'get_users', handler);
+  const request = { ip: '127.0.0.1', headers: {}, body: { api_key: apiKey, api_key_secret: secret } };
+  return { getHandler: () => handler, getClass: () => Object, switchToHttp: () => ({ getRequest: () => request }) } as unknown as ExecutionContext;
 }
 
 async function main(): Promise<void> {
@@ -31,6 +41,12 @@ async function main(): Promise<void> {
     const authenticator = api.get(ApiKeyAuthenticator);
     const db = api.get(DataSource);
     const cached = await perCallMicros(N, () => authenticator.authenticate(key.apiKey, secret));
+    const guard = new OperationGuard(api.get(Reflector), authenticator, api.get(AuthRateLimiter));
+    const context = operationContext(key.apiKey, secret);
+    const guarded = await perCallMicros(N, () => guard.canActivate(context));
+    // An unknown key is refused from memory after its first miss (the authenticator alone: the guard would also count the failure).
+    const unknownKey = randomSecret(16);
+    const unknown = await perCallMicros(Math.min(N, 2000), () => authenticator.authenticate(unknownKey, secret).catch(() => undefined));
     const lookup = await perCallMicros(Math.min(N, 2000), async () => {
       const [row] = await db.query('SELECT secret_sha256, permissions, expires_at, revoked_at FROM api_keys WHERE api_key = $1', [key.apiKey]);
       return row.secret_sha256 === sha256(secret);
@@ -39,7 +55,9 @@ async function main(): Promise<void> {
     const slowHash = await perCallMicros(20, () => bcrypt.compare(secret, hashed));
     console.log(`\nAPI-key authentication per request (${N} calls)`);
     console.log(`cached authenticator                          ${cached.toFixed(2).padStart(10)} µs`);
-    console.log(`baseline: indexed lookup per request          ${lookup.toFixed(2).padStart(10)} µs   (${(lookup / cached).toFixed(0)}× slower)`);
+    console.log(`whole guard (failure-limit checks, no Redis)  ${guarded.toFixed(2).padStart(10)} µs   (${(guarded / cached).toFixed(2)}× the authenticator)`);
+    console.log(`unknown api_key, remembered miss              ${unknown.toFixed(2).padStart(10)} µs`);
+    console.log(`baseline: indexed lookup per request          ${lookup.toFixed(2).padStart(10)} µs   (${(lookup / cached).toFixed(0)}× slower; ${(lookup / unknown).toFixed(0)}× a remembered miss)`);
     console.log(`baseline: bcrypt cost 10 per request          ${slowHash.toFixed(2).padStart(10)} µs   (${(slowHash / cached).toFixed(0)}× slower)`);
   } finally {
     await api.close();

@@ -1,4 +1,5 @@
 import { request as httpRequest } from 'node:http';
+import { createServer } from 'node:net';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DataSource } from 'typeorm';
 import { PostgresQueryRunner } from 'typeorm/driver/postgres/PostgresQueryRunner';
@@ -227,5 +228,36 @@ describe('failed authentication limits behind a trusted proxy', () => {
     }
     expectRateLimited(await post(base, '/api/public/get_users', wrong(key), { from, forwardedFor: '203.0.113.100' }));
     expectRateLimited(await post(base, '/api/public/get_users', key, { from, forwardedFor: '203.0.113.200' }));
+  });
+});
+
+describe('failed authentication limits while Redis cannot be reached', () => {
+  let api: TestApi;
+  let base: string;
+
+  beforeAll(async () => {
+    // A loopback port nothing listens on: every Redis command fails at once.
+    const closedPort = await new Promise<number>((resolve) => {
+      const server = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as { port: number };
+        server.close(() => resolve(port));
+      });
+    });
+    api = await TestApi.start({ ...LIMITS, REDIS_URL: `redis://127.0.0.1:${closedPort}`, DEPENDENCY_TIMEOUT_MS: 1000 });
+    base = await api.listen();
+  });
+  afterAll(async () => api?.close());
+
+  it('still limits failures (counted in memory) and never fails a valid request', async () => {
+    const key = await api.key(['Users View']);
+    expect((await post(base, '/api/public/get_users', key, { from: '127.0.30.1' })).status).toBe(200);
+    const from = '127.0.30.2';
+    for (let i = 0; i < PER_ADDRESS; i++) expect((await post(base, '/api/public/get_users', wrong(key), { from })).status).toBe(401);
+    expectRateLimited(await post(base, '/api/public/get_users', wrong(key), { from }));
+    for (let i = 0; i < PER_ADDRESS; i++) {
+      expect((await post(base, '/api/client/login', { login_token: randomSecret(16) }, { from: '127.0.30.3' })).status).toBe(401);
+    }
+    expectRateLimited(await post(base, '/api/client/login', { login_token: randomSecret(16) }, { from: '127.0.30.3' }));
+    expect((await post(base, '/api/public/get_users', key, { from: '127.0.30.4' })).status).toBe(200);
   });
 });
