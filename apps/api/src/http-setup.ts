@@ -12,6 +12,12 @@ export const MAX_DRAINED_BODY_BYTES = 64 * 1024 * 1024;
 /** A client that trickles an over-limit body gets the 413 after this long, however much is left. */
 export const MAX_DRAIN_MS = 30_000;
 
+/** How much of an over-limit body is read and dropped before the 413 (tests shrink these). */
+export interface DrainBounds {
+  bytes: number;
+  ms: number;
+}
+
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 /** `type/subtype` as RFC 9110 tokens: what Fastify accepts as a media type. */
 const MEDIA_TYPE = /^[\w!#$%&'*+.^`|~-]+\/[\w!#$%&'*+.^`|~-]+$/;
@@ -21,7 +27,7 @@ const MEDIA_TYPE = /^[\w!#$%&'*+.^`|~-]+\/[\w!#$%&'*+.^`|~-]+$/;
  * be objects of valid UTF-8 text that PostgreSQL can store, nested at most MAX_JSON_DEPTH levels. Parser
  * errors reach Nest's exception filters, so they leave in the same shape as ours.
  */
-export function configureFastify(fastify: FastifyInstance): void {
+export function configureFastify(fastify: FastifyInstance, drain: DrainBounds = { bytes: MAX_DRAINED_BODY_BYTES, ms: MAX_DRAIN_MS }): void {
   const limit = fastify.initialConfig.bodyLimit ?? 1024 * 1024;
   // Fastify answers 415 to a Content-Type that is not even a media type (`garbage`, ``) without reading the
   // body; we read bodies as JSON whatever the type says, so such a header counts as absent.
@@ -35,7 +41,7 @@ export function configureFastify(fastify: FastifyInstance): void {
   fastify.server.on('clientError', answerClientError);
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', (request, payload, done) => {
-    readBody(payload, Number(request.headers['content-length']), limit).then(
+    readBody(payload, Number(request.headers['content-length']), limit, drain).then(
       (bytes) => {
         try {
           done(null, parseBody(bytes));
@@ -74,10 +80,10 @@ export function parseBody(bytes: Buffer): Record<string, unknown> {
 const tooLarge = () => new ApiError(ErrorCode.PayloadTooLarge, 'Request body is too large');
 
 /**
- * Reads a request body of at most `limit` bytes. A larger one is drained (read and dropped, bounded by
- * MAX_DRAINED_BODY_BYTES and MAX_DRAIN_MS) before rejecting, so the 413 reaches the client.
+ * Reads a request body of at most `limit` bytes. A larger one is drained (read and dropped, within `drain`)
+ * before rejecting, so the 413 reaches the client.
  */
-function readBody(payload: IncomingMessage, declaredLength: number, limit: number): Promise<Buffer> {
+function readBody(payload: IncomingMessage, declaredLength: number, limit: number, drain: DrainBounds): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let received = 0;
@@ -92,13 +98,13 @@ function readBody(payload: IncomingMessage, declaredLength: number, limit: numbe
     const startDraining = () => {
       draining = true;
       chunks.length = 0;
-      drainTimer = setTimeout(() => finish(tooLarge()), MAX_DRAIN_MS);
+      drainTimer = setTimeout(() => finish(tooLarge()), drain.ms);
     };
     const onData = (chunk: Buffer) => {
       received += chunk.length;
       if (!draining && received > limit) startDraining();
       if (!draining) chunks.push(chunk);
-      else if (received > MAX_DRAINED_BODY_BYTES) finish(tooLarge());
+      else if (received > drain.bytes) finish(tooLarge());
     };
     const onEnd = () => {
       if (received > limit) return finish(tooLarge());
@@ -109,7 +115,7 @@ function readBody(payload: IncomingMessage, declaredLength: number, limit: numbe
     };
     const onError = (error: Error) => finish(new ApiError(ErrorCode.InvalidRequest, `Request body could not be read: ${error.message}`));
     const onAborted = () => finish(new ApiError(ErrorCode.InvalidRequest, 'Request body was cut short'));
-    if (declaredLength > MAX_DRAINED_BODY_BYTES) return reject(tooLarge());
+    if (declaredLength > drain.bytes) return reject(tooLarge());
     if (declaredLength > limit) startDraining();
     payload.on('data', onData).on('end', onEnd).on('error', onError).on('aborted', onAborted);
     payload.resume();
