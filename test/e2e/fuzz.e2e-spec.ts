@@ -19,7 +19,7 @@ import type { ValidationMetadata } from 'class-validator/types/metadata/Validati
 import fc from 'fast-check';
 import { DataSource } from 'typeorm';
 import { OPERATION_KEY, OperationName, OPERATIONS } from '@ws/auth';
-import { AppConfig, MAX_JSON_DEPTH } from '@ws/common';
+import { MAX_JSON_DEPTH } from '@ws/common';
 import { insertWorkspaceRow } from './fixtures';
 import { TestApi, TestKey } from './harness';
 
@@ -287,7 +287,7 @@ describe('fuzz: every catalog operation, hostile input (fast-check)', () => {
   beforeAll(async () => {
     // Many plans fail authentication on purpose; with the default failure limit the address would soon get
     // only 429s and the other plans would never reach validation.
-    api = await TestApi.start({ MAX_BODY_BYTES, AUTH_FAILURES_PER_ADDRESS: 1_000_000 } as Partial<AppConfig>);
+    api = await TestApi.start({ MAX_BODY_BYTES, AUTH_FAILURES_PER_ADDRESS: 1_000_000 });
     baseUrl = await api.listen();
     admin = await api.key(['Global Admin']);
     bodies = routedBodies(api);
