@@ -4,6 +4,7 @@ import { EntityManager, Repository } from 'typeorm';
 import { AccessService, Caller } from '@ws/auth';
 import { ApiError, ErrorCode, parseId } from '@ws/common';
 import { findByRef } from '@ws/database/find-by-ref';
+import { rawQuery } from '@ws/database/raw-query';
 import { DEFAULT_CLIENT_SETTINGS } from './group-settings';
 import { Group, SystemGroup, UsageInterval, UserGroup } from './group.entity';
 
@@ -68,13 +69,27 @@ export class GroupsService {
     if (userIds.length === 0) return result;
     // A raw select: on every get_user, get_workspaces and status call, TypeORM's query building and
     // hydration of the join cost several times the query itself.
-    const rows: Array<GroupRow & { member_id: string }> = await this.groups.query(
+    const rows = await rawQuery<GroupRow & { member_id: string }>(
+      this.groups.manager.connection,
       `SELECT m.user_id AS member_id, ${GROUP_COLUMNS} FROM user_groups m JOIN groups g ON g.id = m.group_id WHERE m.user_id = ANY($1)`,
       [[...new Set(userIds)]],
     );
-    const memberships = rows.map((row) => ({ userId: row.member_id, group: groupFromRow(row) }));
-    memberships.sort((a, b) => a.group.priority - b.group.priority || a.group.name.localeCompare(b.group.name));
-    for (const { userId, group } of memberships) result.get(userId)?.push(group);
+    rows.sort(byPriorityThenName);
+    for (const row of rows) result.get(row.member_id)?.push(groupFromRow(row));
+    return result;
+  }
+
+  /** The groups of each user as user responses list them (id and name), in groupsOf's order. */
+  async groupSummariesOf(userIds: string[]): Promise<Map<string, Array<Pick<Group, 'id' | 'name'>>>> {
+    const result = new Map<string, Array<Pick<Group, 'id' | 'name'>>>(userIds.map((id) => [id, []]));
+    if (userIds.length === 0) return result;
+    const rows = await rawQuery<{ member_id: string; id: string; name: string; priority: number }>(
+      this.groups.manager.connection,
+      'SELECT m.user_id AS member_id, g.id, g.name, g.priority FROM user_groups m JOIN groups g ON g.id = m.group_id WHERE m.user_id = ANY($1)',
+      [[...new Set(userIds)]],
+    );
+    rows.sort(byPriorityThenName);
+    for (const row of rows) result.get(row.member_id)?.push({ id: row.id, name: row.name });
     return result;
   }
 
@@ -102,6 +117,9 @@ export class GroupsService {
     if (group.systemKey) this.access.require(caller, ['Groups Modify System'], `${group.name} is a built-in group`);
   }
 }
+
+/** The first group decides conflicting settings: lowest priority first, then by name. */
+const byPriorityThenName = (a: { priority: number; name: string }, b: { priority: number; name: string }) => a.priority - b.priority || a.name.localeCompare(b.name);
 
 const GROUP_COLUMNS = 'g.id, g.name, g.description, g.system_key, g.permissions, g.priority, g.keepalive_expiration, g.usage_limit, g.usage_interval, g.default_image_id, g.client_settings, g.created_at';
 

@@ -1,15 +1,24 @@
 import { createHash } from 'node:crypto';
 import { formatTimestamp, toWireId } from '@ws/common';
 import type { Group } from '@ws/groups/group.entity';
+import type { Server } from '@ws/servers/server.entity';
 import type { Workspace } from '@ws/workspaces/workspace.entity';
 import type { UserAttributes } from './user-attributes.entity';
 import type { User } from './user.entity';
 import type { SessionToken } from './session-token.entity';
 
-export const toGroupRef = (g: Group) => ({ name: g.name, group_id: toWireId(g.id) });
+/** What a user response shows of a group (a Group entity has it). */
+export type GroupSummary = Pick<Group, 'id' | 'name'>;
+
+/** What a user response shows of a live workspace and its server (a Workspace entity with its server has it). */
+export type UserWorkspaceSummary = Pick<Workspace, 'id' | 'startDate' | 'keepaliveDate' | 'expirationDate' | 'hostPorts'> & {
+  server?: Pick<Server, 'id' | 'hostname'> | null;
+};
+
+export const toGroupRef = (g: GroupSummary) => ({ name: g.name, group_id: toWireId(g.id) });
 
 /** A user's workspace as get_user and get_users list it. `server.port` is the host port serving the workspace's stream. */
-export function toUserWorkspace(w: Workspace) {
+export function toUserWorkspace(w: UserWorkspaceSummary) {
   return {
     workspace_id: toWireId(w.id),
     start_date: formatTimestamp(w.startDate),
@@ -22,7 +31,7 @@ export function toUserWorkspace(w: Workspace) {
 /** A fingerprint of the user's identity and credentials: changes when the password changes. */
 export const userHash = (u: User) => createHash('sha256').update(`${u.id}:${u.credentialsChangedAt.toISOString()}`).digest('hex');
 
-export function toUserResponse(u: User, groups: Group[]) {
+export function toUserResponse(u: User, groups: GroupSummary[]) {
   return {
     user_id: toWireId(u.id),
     username: u.username,
@@ -39,7 +48,7 @@ export function toUserResponse(u: User, groups: Group[]) {
   };
 }
 
-export const toUserDetailResponse = (u: User, groups: Group[], workspaces: Workspace[]) => ({
+export const toUserDetailResponse = (u: User, groups: GroupSummary[], workspaces: UserWorkspaceSummary[]) => ({
   ...toUserResponse(u, groups),
   workspaces: workspaces.map(toUserWorkspace),
   two_factor: u.twoFactor,
@@ -48,7 +57,7 @@ export const toUserDetailResponse = (u: User, groups: Group[], workspaces: Works
 });
 
 /** get_users items; companies are not modelled yet, so `company` is null (docs/decisions.md). */
-export const toUserListItem = (u: User, groups: Group[], workspaces: Workspace[]) => ({
+export const toUserListItem = (u: User, groups: GroupSummary[], workspaces: UserWorkspaceSummary[]) => ({
   ...toUserResponse(u, groups),
   workspaces: workspaces.map(toUserWorkspace),
   company: null,

@@ -9,7 +9,9 @@ import { GroupsService } from '@ws/groups/groups.service';
 import { Image } from '@ws/images/image.entity';
 import { Server } from '@ws/servers/server.entity';
 import { LIVE_STATUSES, Workspace } from '@ws/workspaces/workspace.entity';
+import { rawQuery } from '@ws/database/raw-query';
 import type { AttributeChanges, NewUserFields, UserChanges } from './dto/user.requests';
+import type { GroupSummary, UserWorkspaceSummary } from './user.mappers';
 import { UserAttributes } from './user-attributes.entity';
 import { User } from './user.entity';
 
@@ -68,9 +70,9 @@ export class UsersService {
     return user;
   }
 
-  /** One user by a unique column, as a raw select (the hot read of most operations; see groupsOf). */
+  /** One user by a unique column, as a raw select (the hot read of most operations; see rawQuery). */
   private async findOneRaw(column: 'id' | 'username', value: string): Promise<User | null> {
-    const [row] = (await this.db.query(`SELECT ${USER_COLUMNS} FROM users u WHERE u.${column} = $1`, [value])) as UserRow[];
+    const [row] = await rawQuery<UserRow>(this.db, `SELECT ${USER_COLUMNS} FROM users u WHERE u.${column} = $1`, [value]);
     return row ? userFromRow(row) : null;
   }
 
@@ -96,16 +98,46 @@ export class UsersService {
     return this.groups.groupsOf(userIds);
   }
 
+  /** Each user's groups as the user responses list them (name and id), in groupsOf's order. */
+  groupSummariesOf(userIds: string[]): Promise<Map<string, GroupSummary[]>> {
+    return this.groups.groupSummariesOf(userIds);
+  }
+
+  /** Each user's live workspaces, whole (with the server), oldest first. */
   async liveWorkspacesOf(userIds: string[]): Promise<Map<string, Workspace[]>> {
     const result = new Map<string, Workspace[]>(userIds.map((id) => [id, []]));
     if (userIds.length === 0) return result;
-    // Raw select with the server joined (see groupsOf): every column of both, hydrated by hand.
-    const rows = (await this.db.query(
+    // Raw select with the server joined (see rawQuery): every column of both, hydrated by hand.
+    const rows = await rawQuery<WorkspaceWithServerRow>(
+      this.db,
       `SELECT w.*, ${SERVER_COLUMNS} FROM workspaces w LEFT JOIN servers s ON s.id = w.server_id
         WHERE w.user_id = ANY($1) AND w.status = ANY($2) ORDER BY w.start_date ASC`,
       [[...new Set(userIds)], LIVE_STATUSES],
-    )) as WorkspaceWithServerRow[];
+    );
     for (const row of rows) result.get(row.user_id as string)?.push(workspaceFromRow(row));
+    return result;
+  }
+
+  /**
+   * Each user's live workspaces as get_user and get_users list them, oldest first: only the columns the
+   * response shows (parsing a row costs per column, and a workspace with its server has over forty).
+   */
+  async liveWorkspaceSummariesOf(userIds: string[]): Promise<Map<string, UserWorkspaceSummary[]>> {
+    const result = new Map<string, UserWorkspaceSummary[]>(userIds.map((id) => [id, []]));
+    if (userIds.length === 0) return result;
+    const rows = await rawQuery<WorkspaceSummaryRow>(
+      this.db,
+      `SELECT w.id, w.user_id, w.start_date, w.keepalive_date, w.expiration_date, w.host_ports, s.id AS s_id, s.hostname AS s_hostname
+        FROM workspaces w LEFT JOIN servers s ON s.id = w.server_id
+        WHERE w.user_id = ANY($1) AND w.status = ANY($2) ORDER BY w.start_date ASC`,
+      [[...new Set(userIds)], LIVE_STATUSES],
+    );
+    for (const r of rows) {
+      result.get(r.user_id)?.push({
+        id: r.id, startDate: r.start_date, keepaliveDate: r.keepalive_date, expirationDate: r.expiration_date, hostPorts: r.host_ports,
+        server: r.s_id === null ? null : { id: r.s_id, hostname: r.s_hostname as string },
+      });
+    }
     return result;
   }
 
@@ -202,6 +234,11 @@ interface WorkspaceWithServerRow {
   [column: string]: unknown;
   user_id: string | null;
   s_id: string | null;
+}
+
+interface WorkspaceSummaryRow {
+  id: string; user_id: string; start_date: Date; keepalive_date: Date; expiration_date: Date;
+  host_ports: Workspace['hostPorts']; s_id: string | null; s_hostname: string | null;
 }
 
 /** Numeric and bigint columns come back as strings (see @ws/database/columns). */

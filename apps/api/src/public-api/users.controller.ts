@@ -17,14 +17,14 @@ export class UsersController {
   @Operation('create_user')
   async createUser(@Body() body: CreateUserRequest) {
     const user = await this.users.create(body.target_user);
-    const groups = await this.users.groupsOf([user.id]);
+    const groups = await this.users.groupSummariesOf([user.id]);
     return { user: toUserResponse(user, groups.get(user.id) ?? []) };
   }
 
   @Operation('get_user')
   async getUser(@Body() body: GetUserRequest) {
     const user = await this.users.findByLookup(body.target_user);
-    const [groups, workspaces] = await Promise.all([this.users.groupsOf([user.id]), this.users.liveWorkspacesOf([user.id])]);
+    const [groups, workspaces] = await Promise.all([this.users.groupSummariesOf([user.id]), this.users.liveWorkspaceSummariesOf([user.id])]);
     return { user: toUserDetailResponse(user, groups.get(user.id) ?? [], workspaces.get(user.id) ?? []) };
   }
 
@@ -32,14 +32,14 @@ export class UsersController {
   async getUsers() {
     const users = await this.users.list();
     const ids = users.map((u) => u.id);
-    const [groups, workspaces] = await Promise.all([this.users.groupsOf(ids), this.users.liveWorkspacesOf(ids)]);
+    const [groups, workspaces] = await Promise.all([this.users.groupSummariesOf(ids), this.users.liveWorkspaceSummariesOf(ids)]);
     return { users: users.map((u) => toUserListItem(u, groups.get(u.id) ?? [], workspaces.get(u.id) ?? [])) };
   }
 
   @Operation('update_user')
   async updateUser(@Body() body: UpdateUserRequest, @CurrentCaller() caller: Caller) {
     const user = await this.users.update(caller, body.target_user);
-    const groups = await this.users.groupsOf([user.id]);
+    const groups = await this.users.groupSummariesOf([user.id]);
     return { user: toUserResponse(user, groups.get(user.id) ?? []) };
   }
 
