@@ -5,8 +5,11 @@ import { parseLocation } from './route.js';
 import { openSession } from './session.js';
 import { h, progressBar, showPage } from './ui.js';
 
-const START_POLL_MS = 1000;
-const MAX_START_POLLS = 180;
+// A starting workspace is polled soon (most are running within a couple of seconds), then less often.
+const START_POLL_FIRST_MS = 200;
+const START_POLL_MAX_MS = 1000;
+const START_WAIT_MAX_MS = 180_000;
+const MAX_START_POLLS = 400;
 const MAX_STREAM_RETRIES = 3;
 const SESSION_STORAGE_KEY = 'workspace-server.session';
 const LINK_STORAGE_PREFIX = 'workspace-server.link.';
@@ -57,7 +60,9 @@ async function connect(mine, route, flags) {
   document.title = 'Connecting… · workspace-server';
   showPage({ state: 'loading', title: 'Connecting…', lead: 'Connecting to your workspace.' });
 
-  for (let poll = 0; poll < MAX_START_POLLS; poll++) {
+  const giveUpAt = Date.now() + START_WAIT_MAX_MS;
+  let pollMs = START_POLL_FIRST_MS;
+  for (let poll = 0; poll < MAX_START_POLLS && Date.now() < giveUpAt; poll++) {
     let answer;
     try {
       answer = await postJson('/api/client/connect', body, { signal });
@@ -74,7 +79,8 @@ async function connect(mine, route, flags) {
           return startSession(mine, data, flags);
         case 'starting':
           showStarting(data);
-          await sleep(START_POLL_MS, signal);
+          await sleep(pollMs, signal);
+          pollMs = Math.min(START_POLL_MAX_MS, Math.round(pollMs * 1.5));
           continue;
         case 'stopping':
         case 'stopped':
