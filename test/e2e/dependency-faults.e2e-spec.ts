@@ -54,11 +54,14 @@ describeIfBinaries('dependency faults: PostgreSQL stopped or stalled, Redis paus
   });
 
   afterAll(async () => {
-    await postgres?.thaw();
-    await postgres?.start().catch(() => undefined);
-    await api?.close();
-    await redis?.stop();
-    await postgres?.destroy();
+    try {
+      await postgres?.thaw();
+      await postgres?.start().catch(() => undefined);
+      await api?.close();
+    } finally {
+      await redis?.stop();
+      await postgres?.destroy();
+    }
   });
 
   const requestWorkspace = () => api.call('request_workspace', admin, { user_id: userId, image_id: imageId }).timeout(NO_HANG_MS);
