@@ -6,6 +6,7 @@ import { DatabaseModule } from '@ws/database';
 import { QueueModule } from '@ws/queue';
 import { ServersModule } from '@ws/servers';
 import { SettingsModule } from '@ws/settings';
+import { StagingModule } from '@ws/staging/staging.module';
 import { UsersModule } from '@ws/users';
 import { WorkspacesModule } from '@ws/workspaces/workspaces.module';
 import { ZonesModule } from '@ws/zones/zones.module';
@@ -18,6 +19,7 @@ import { HealthController } from './health.controller';
 import { GroupsController } from './public-api/groups.controller';
 import { ImagesController } from './public-api/images.controller';
 import { SessionTokensController } from './public-api/session-tokens.controller';
+import { StagingController } from './public-api/staging.controller';
 import { UsersController } from './public-api/users.controller';
 import { WorkspaceStreamsController } from './public-api/workspace-streams.controller';
 import { WorkspacesController } from './public-api/workspaces.controller';
@@ -27,8 +29,8 @@ export class AppModule {
   static forRoot(overrides: Partial<AppConfig> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, WorkspacesModule, ZonesModule, ServersModule, GatewayModule],
-      controllers: [UsersController, GroupsController, SessionTokensController, WorkspacesController, WorkspaceStreamsController, ImagesController, ClientLoginController, ClientSessionController, ClientConnectController, HealthController],
+      imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, WorkspacesModule, ZonesModule, ServersModule, GatewayModule, StagingModule],
+      controllers: [UsersController, GroupsController, SessionTokensController, WorkspacesController, WorkspaceStreamsController, ImagesController, StagingController, ClientLoginController, ClientSessionController, ClientConnectController, HealthController],
       providers: [
         { provide: APP_GUARD, useClass: OperationGuard },
         { provide: APP_FILTER, useClass: ApiExceptionFilter },

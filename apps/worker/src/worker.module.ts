@@ -5,8 +5,10 @@ import { AppConfig, ConfigModule } from '@ws/common';
 import { DatabaseModule } from '@ws/database';
 import { QueueModule, QueueWorkers } from '@ws/queue';
 import { SettingsModule } from '@ws/settings';
+import { StagingModule } from '@ws/staging';
 import { WorkspacesModule } from '@ws/workspaces';
 import { MaintenanceProcessor } from './processors/maintenance.processor';
+import { StagingProcessor } from './processors/staging.processor';
 import { WorkspacesProcessor } from './processors/workspaces.processor';
 
 @Module({})
@@ -14,8 +16,8 @@ export class WorkerModule {
   static forRoot(overrides: Partial<AppConfig> = {}): DynamicModule {
     return {
       module: WorkerModule,
-      imports: [ConfigModule.forRoot(overrides), DiscoveryModule, DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule],
-      providers: [QueueWorkers, WorkspacesProcessor, MaintenanceProcessor],
+      imports: [ConfigModule.forRoot(overrides), DiscoveryModule, DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule, StagingModule],
+      providers: [QueueWorkers, WorkspacesProcessor, MaintenanceProcessor, StagingProcessor],
     };
   }
 }

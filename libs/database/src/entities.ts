@@ -3,6 +3,7 @@ import { Group, UserGroup } from '@ws/groups/group.entity';
 import { Image, ImageAttribute } from '@ws/images/image.entity';
 import { Server } from '@ws/servers/server.entity';
 import { Setting } from '@ws/settings/setting.entity';
+import { StagingConfig } from '@ws/staging/staging-config.entity';
 import { LoginLink } from '@ws/users/login-link.entity';
 import { SessionToken } from '@ws/users/session-token.entity';
 import { UserAttributes } from '@ws/users/user-attributes.entity';
@@ -12,5 +13,5 @@ import { Zone } from '@ws/zones/zone.entity';
 
 /** Every entity of every area; the one list the data source, the migration check and the tests share. */
 export const ALL_ENTITIES = [
-  ApiKey, Setting, User, UserAttributes, SessionToken, LoginLink, Group, UserGroup, Zone, Server, Image, ImageAttribute, Workspace,
+  ApiKey, Setting, User, UserAttributes, SessionToken, LoginLink, Group, UserGroup, Zone, Server, Image, ImageAttribute, Workspace, StagingConfig,
 ];

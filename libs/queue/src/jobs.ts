@@ -13,6 +13,8 @@ export type DestroyReason = 'requested' | 'user_deleted' | 'expired' | 'failed' 
 export interface JobPayloads {
   'workspace.provision': { workspaceId: string };
   'workspace.destroy': { workspaceId: string; reason: DestroyReason };
+  /** Fills, trims and expires staging pools: one config's, or every config's when no id is given (the schedule). */
+  'staging.reconcile': { stagingConfigId?: string };
   'maintenance.purge-expired-credentials': Record<string, never>;
   'maintenance.reap-expired-workspaces': Record<string, never>;
   'maintenance.reconcile-containers': Record<string, never>;
@@ -23,6 +25,7 @@ export type JobName = keyof JobPayloads;
 export const JOB_QUEUE: { [J in JobName]: QueueName } = {
   'workspace.provision': QUEUES.workspaces,
   'workspace.destroy': QUEUES.workspaces,
+  'staging.reconcile': QUEUES.maintenance,
   'maintenance.purge-expired-credentials': QUEUES.maintenance,
   'maintenance.reap-expired-workspaces': QUEUES.maintenance,
   'maintenance.reconcile-containers': QUEUES.maintenance,

@@ -5,6 +5,7 @@ export * from './workspace-runtime.service';
 export * from './workspace-teardown.service';
 export * from './user-deletion.service';
 export * from './placement';
+export * from './staged-claim';
 export * from './workspaces.module';
 export * from './dto/workspace.requests';
 export * from './workspace-access.service';

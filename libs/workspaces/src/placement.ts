@@ -5,9 +5,16 @@ import { Server } from '@ws/servers/server.entity';
 
 export const NO_CAPACITY_MESSAGE = 'No resources are available to create the requested workspace. Please try again later or request fewer resources.';
 
-/** Servers an image may run on, by its zone and server restrictions. */
-function eligible(servers: Server[], image: Image): Server[] {
-  return servers.filter((s) => s.enabled && (!image.restrictToZone || s.zoneId === image.zoneId) && (!image.restrictToServer || s.id === image.serverId));
+/** Where a workspace must be placed beyond its image's restrictions (a staged workspace: its config's zone). */
+export interface PlacementConstraints {
+  zoneId?: string;
+}
+
+/** Servers an image may run on, by its zone and server restrictions and the caller's constraints. */
+function eligible(servers: Server[], image: Image, constraints: PlacementConstraints): Server[] {
+  return servers.filter(
+    (s) => s.enabled && (!image.restrictToZone || s.zoneId === image.zoneId) && (!image.restrictToServer || s.id === image.serverId) && (!constraints.zoneId || s.zoneId === constraints.zoneId),
+  );
 }
 
 /**
@@ -15,9 +22,9 @@ function eligible(servers: Server[], image: Image): Server[] {
  * Every server row is locked (FOR UPDATE, in id order: no deadlocks) so concurrent requests cannot both
  * take the last slot; the caller inserts the workspace before committing.
  */
-export async function reserveServer(tx: EntityManager, image: Image): Promise<Server> {
+export async function reserveServer(tx: EntityManager, image: Image, constraints: PlacementConstraints = {}): Promise<Server> {
   const servers = await tx.getRepository(Server).createQueryBuilder('s').setLock('pessimistic_write').orderBy('s.id').getMany();
-  const candidates = eligible(servers, image);
+  const candidates = eligible(servers, image, constraints);
   if (candidates.length === 0) throw new ApiError(ErrorCode.NoCapacity, `${NO_CAPACITY_MESSAGE} (no server can run image ${image.friendlyName})`);
   const usage: Array<{ server_id: string; cores: string; memory: string }> = await tx.query(
     `SELECT server_id, COALESCE(SUM(cores), 0) AS cores, COALESCE(SUM(memory), 0) AS memory

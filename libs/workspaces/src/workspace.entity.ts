@@ -43,6 +43,11 @@ export class Workspace {
   @Column('jsonb', { default: () => "'{}'" }) environment!: Record<string, string>;
   @Column('text', { nullable: true }) persistentProfileMode!: string | null;
   @Column('boolean', { default: false }) isPersistentProfile!: boolean;
+  /**
+   * The staging config this workspace was staged for (kept after assignment as history). Staged and not yet
+   * handed out: this set and user_id null. No foreign key: a deleted config's staged rows are found and removed.
+   */
+  @Index() @Column('uuid', { nullable: true }) stagingConfigId!: string | null;
   @TimestampColumn() startDate!: Date;
   @TimestampColumn() keepaliveDate!: Date;
   @Index() @TimestampColumn() expirationDate!: Date;

@@ -13,10 +13,11 @@ import { WorkspaceTeardown } from './workspace-teardown.service';
 import { WorkspacesService } from './workspaces.service';
 import { WorkspaceAccess } from './workspace-access.service';
 import { StreamStatsService } from './stream-stats.service';
+import { StagedClaimSlot } from './staged-claim';
 
 @Module({
   imports: [TypeOrmModule.forFeature([Workspace, Server, Zone, SessionToken]), UsersModule, ImagesModule, AgentModule],
-  providers: [WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService],
-  exports: [WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, UsersModule, ImagesModule, AgentModule],
+  providers: [StagedClaimSlot, WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService],
+  exports: [StagedClaimSlot, WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, UsersModule, ImagesModule, AgentModule],
 })
 export class WorkspacesModule {}

@@ -1,0 +1,108 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager } from 'typeorm';
+import { addSeconds, ApiError, ErrorCode, newId, randomSecret } from '@ws/common';
+import { Image } from '@ws/images/image.entity';
+import { DestroyReason, jobId, JobProducer } from '@ws/queue';
+import { reserveServer, Workspace, WorkspaceTeardown } from '@ws/workspaces';
+import { StagingConfig } from './staging-config.entity';
+
+export interface ReconcileOutcome {
+  created: number;
+  destroyed: number;
+}
+
+/** Staged rows that no longer belong to a pool: config gone or changed, failed, or past their expiration. */
+const STALE_STAGED_SQL = `
+  SELECT w.id, CASE WHEN w.status = 'failed' THEN 'failed' WHEN w.expiration_date <= now() THEN 'expired' ELSE 'orphaned' END AS reason
+    FROM workspaces w
+    LEFT JOIN staging_configs c ON c.id = w.staging_config_id
+    LEFT JOIN servers s ON s.id = w.server_id
+   WHERE w.staging_config_id IS NOT NULL AND w.user_id IS NULL AND w.status IN ('starting', 'running', 'failed')
+     AND ($1::uuid IS NULL OR w.staging_config_id = $1)
+     AND (c.id IS NULL OR c.image_id <> w.image_id OR s.zone_id IS DISTINCT FROM c.zone_id OR w.status = 'failed' OR w.expiration_date <= now())`;
+
+/**
+ * Keeps each staging config's pool at num_sessions unassigned staged workspaces: removes stale ones (above),
+ * trims a surplus (starting ones first, then the youngest), and records and provisions the missing ones in
+ * the config's zone. Runs on the worker: after a config change, after each assignment, and on a schedule
+ * (expiry, lost asks). Safe to repeat and to run on several workers at once (the config row is locked while
+ * its pool is counted and changed).
+ */
+@Injectable()
+export class StagingReconciler {
+  private readonly logger = new Logger(StagingReconciler.name);
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly teardown: WorkspaceTeardown,
+    private readonly jobs: JobProducer,
+  ) {}
+
+  /** One config's pool, or every pool when no id is given. */
+  async reconcile(stagingConfigId?: string): Promise<ReconcileOutcome> {
+    const outcome: ReconcileOutcome = { created: 0, destroyed: 0 };
+    const stale: Array<{ id: string; reason: DestroyReason }> = await this.db.query(STALE_STAGED_SQL, [stagingConfigId ?? null]);
+    for (const { id, reason } of stale) await this.teardown.destroy(id, reason);
+    outcome.destroyed += stale.length;
+    const ids = stagingConfigId ? [stagingConfigId] : (await this.db.getRepository(StagingConfig).find({ select: { id: true } })).map((c) => c.id);
+    for (const id of ids) {
+      const one = await this.reconcileConfig(id);
+      outcome.created += one.created;
+      outcome.destroyed += one.destroyed;
+    }
+    return outcome;
+  }
+
+  private async reconcileConfig(stagingConfigId: string): Promise<ReconcileOutcome> {
+    const created: string[] = [];
+    let destroyed = 0;
+    await this.db.transaction(async (tx) => {
+      const config = await tx.getRepository(StagingConfig).createQueryBuilder('c').setLock('pessimistic_write').where('c.id = :id', { id: stagingConfigId }).getOne();
+      if (!config) return;
+      const pool: Array<{ id: string }> = await tx.query(
+        `SELECT id FROM workspaces WHERE staging_config_id = $1 AND user_id IS NULL AND status IN ('starting', 'running') AND expiration_date > now()
+          ORDER BY (status = 'running'), start_date, id`,
+        [config.id],
+      );
+      const surplus = pool.length - config.numSessions;
+      // Starting ones first (they hold no ready desktop yet), then the youngest running ones.
+      const toRemove = surplus > 0 ? pool.slice(0, surplus) : [];
+      for (const { id } of toRemove) await this.teardown.destroy(id, 'orphaned');
+      destroyed = toRemove.length;
+      const image = await tx.getRepository(Image).findOneBy({ id: config.imageId });
+      if (!image || !image.enabled) return;
+      for (let missing = config.numSessions - pool.length; missing > 0; missing--) {
+        const id = await this.recordStaged(tx, config, image);
+        if (!id) break;
+        created.push(id);
+      }
+    });
+    // After commit: a lost enqueue leaves a `starting` row that the reaper re-enqueues under the same job id.
+    for (const id of created) await this.jobs.enqueue('workspace.provision', { workspaceId: id }, { jobId: jobId.provision(id) });
+    return { created: created.length, destroyed };
+  }
+
+  /** A staged workspace row on a server of the config's zone, or null when no server there has room. */
+  private async recordStaged(tx: EntityManager, config: StagingConfig, image: Image): Promise<string | null> {
+    let serverId: string;
+    try {
+      serverId = (await reserveServer(tx, image, { zoneId: config.zoneId })).id;
+    } catch (err) {
+      if (err instanceof ApiError && err.code === ErrorCode.NoCapacity) {
+        this.logger.warn(`staging config ${config.id}: ${err.message}`);
+        return null;
+      }
+      throw err;
+    }
+    const start = new Date();
+    const id = newId();
+    await tx.insert(Workspace, {
+      id, userId: null, imageId: image.id, serverId, status: 'starting', operationalMessage: 'Staged: waiting for a worker', operationalProgress: 0,
+      containerId: null, containerIp: null, hostPorts: {}, cores: image.cores, memory: image.memory, token: randomSecret(32), viewOnlyToken: randomSecret(32),
+      shareId: randomSecret(16), sharingEnabled: false, environment: {}, sessionTokenId: null, launchOptions: {}, persistentProfileMode: null, isPersistentProfile: false,
+      stagingConfigId: config.id, startDate: start, keepaliveDate: start, expirationDate: addSeconds(start, Number(config.expiration) * 3600), destroyedAt: null, destroyReason: null,
+    });
+    return id;
+  }
+}

@@ -1,0 +1,142 @@
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { ApiError, ErrorCode, newId, parseId, toWireId } from '@ws/common';
+import { DEFAULT_CLIENT_SETTINGS } from '@ws/groups/group-settings';
+import { Image } from '@ws/images/image.entity';
+import { JobProducer } from '@ws/queue';
+import { Server } from '@ws/servers/server.entity';
+import { SessionTokensService } from '@ws/users/session-tokens.service';
+import { StagedClaimInput, StagedClaimResult, StagedClaimSlot, WorkspaceTeardown } from '@ws/workspaces';
+import { Zone } from '@ws/zones/zone.entity';
+import type { NewStagingConfig, StagingConfigChanges } from './dto/staging.requests';
+import { canServeFromStaging, CLAIM_STAGED_SQL, claimParameters, COUNT_READY_SQL } from './staging-queries';
+import { STAGING_FLAG_NAMES, STAGING_FLAGS, StagingConfig } from './staging-config.entity';
+import { StagingConfigView } from './staging.mappers';
+
+/**
+ * Staging configs (the five operations) and the claim of a staged workspace by request_workspace. Filling,
+ * expiring and trimming the pools is the worker's (StagingReconciler); this asks it to run after a change.
+ */
+@Injectable()
+export class StagingService implements OnModuleInit {
+  private readonly logger = new Logger(StagingService.name);
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly tokens: SessionTokensService,
+    private readonly teardown: WorkspaceTeardown,
+    private readonly jobs: JobProducer,
+    private readonly claimSlot: StagedClaimSlot,
+  ) {}
+
+  onModuleInit(): void {
+    this.claimSlot.register((input) => this.claim(input));
+  }
+
+  async list(): Promise<StagingConfigView[]> {
+    const configs = await this.db.getRepository(StagingConfig).find({ relations: { zone: true, image: true }, order: { createdAt: 'ASC' } });
+    return this.views(configs);
+  }
+
+  async get(stagingConfigId: string): Promise<StagingConfigView> {
+    return (await this.views([await this.find(stagingConfigId)]))[0];
+  }
+
+  async create(fields: NewStagingConfig): Promise<StagingConfigView> {
+    const { zone, image } = await this.checkPlacement(fields.zone_id, fields.image_id);
+    const config = this.db.getRepository(StagingConfig).create({
+      id: newId(), zoneId: zone.id, imageId: image.id, numSessions: fields.num_sessions, expiration: fields.expiration,
+      ...Object.fromEntries(STAGING_FLAG_NAMES.map((name) => [STAGING_FLAGS[name], fields[name] ?? DEFAULT_CLIENT_SETTINGS[name]])),
+    });
+    await this.db.getRepository(StagingConfig).save(config);
+    await this.requestReconcile(config.id);
+    return this.get(config.id);
+  }
+
+  async update(changes: StagingConfigChanges): Promise<StagingConfigView> {
+    const config = await this.find(changes.staging_config_id);
+    const { zone, image } = await this.checkPlacement(changes.zone_id ?? config.zoneId, changes.image_id ?? config.imageId);
+    const set: Omit<Partial<StagingConfig>, 'zone' | 'image'> = { zoneId: zone.id, imageId: image.id };
+    if (changes.num_sessions !== undefined) set.numSessions = changes.num_sessions;
+    if (changes.expiration !== undefined) set.expiration = changes.expiration;
+    for (const name of STAGING_FLAG_NAMES) {
+      const value = changes[name];
+      if (value !== undefined) Object.assign(set, { [STAGING_FLAGS[name]]: value });
+    }
+    await this.db.getRepository(StagingConfig).update({ id: config.id }, set);
+    await this.requestReconcile(config.id);
+    return this.get(config.id);
+  }
+
+  /** The config goes at once; its unassigned staged workspaces are removed now (the reconciler catches any left). */
+  async delete(stagingConfigId: string): Promise<void> {
+    const config = await this.find(stagingConfigId);
+    await this.db.getRepository(StagingConfig).delete({ id: config.id });
+    const staged: Array<{ id: string }> = await this.db.query(
+      `SELECT id FROM workspaces WHERE staging_config_id = $1 AND user_id IS NULL AND status IN ('starting', 'running', 'failed')`,
+      [config.id],
+    );
+    for (const { id } of staged) await this.teardown.destroy(id, 'orphaned');
+  }
+
+  /**
+   * request_workspace's claim step: hands the oldest running staged workspace of a matching config to the user,
+   * atomically (one UPDATE over a SKIP LOCKED pick: concurrent requests on any replica never share one).
+   */
+  async claim({ user, image, settings, request }: StagedClaimInput): Promise<StagedClaimResult | null> {
+    if (!canServeFromStaging(image, request)) return null;
+    const result = (await this.db.query(CLAIM_STAGED_SQL, claimParameters(user.id, image.id, settings, request))) as [Array<{ id: string; share_id: string; staging_config_id: string }>, number];
+    const claimed = result[0][0];
+    if (!claimed) return null;
+    try {
+      const issued = await this.tokens.create(toWireId(user.id), { workspace_id: claimed.id });
+      await this.db.query('UPDATE workspaces SET session_token_id = $1 WHERE id = $2', [issued.token.id, claimed.id]);
+      void this.requestReconcile(claimed.staging_config_id);
+      return { workspaceId: claimed.id, shareId: claimed.share_id, jwt: issued.jwt };
+    } catch (err) {
+      // Assigned but no link could be made: it is the user's now, so it goes rather than back to the pool.
+      await this.teardown.destroy(claimed.id, 'failed').catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Asks the worker to fill, trim or expire this config's pool now; its schedule is the backstop for a lost ask. */
+  private async requestReconcile(stagingConfigId: string): Promise<void> {
+    await this.jobs.enqueue('staging.reconcile', { stagingConfigId }).catch((err: Error) => this.logger.warn(`staging reconcile not enqueued (the schedule will run it): ${err.message}`));
+  }
+
+  private async find(stagingConfigId: string): Promise<StagingConfig> {
+    const id = parseId(stagingConfigId);
+    const config = id ? await this.db.getRepository(StagingConfig).findOne({ where: { id }, relations: { zone: true, image: true } }) : null;
+    if (!config) throw ApiError.invalidId('staging_config_id', stagingConfigId);
+    return config;
+  }
+
+  /** The zone and image exist, and the image may run in the zone; a refusal names the field. */
+  private async checkPlacement(zoneRef: string, imageRef: string): Promise<{ zone: Zone; image: Image }> {
+    const fields = { zone: 'zone_id', image: 'image_id' };
+    const zoneId = parseId(zoneRef);
+    const zone = zoneId ? await this.db.getRepository(Zone).findOneBy({ id: zoneId }) : null;
+    if (!zone) throw ApiError.invalidId(fields.zone, zoneRef);
+    const imageId = parseId(imageRef);
+    const image = imageId ? await this.db.getRepository(Image).findOneBy({ id: imageId }) : null;
+    if (!image) throw ApiError.invalidId(fields.image, imageRef);
+    if (image.restrictToZone && image.zoneId !== zone.id) {
+      throw new ApiError(ErrorCode.InvalidRequest, `${fields.image}: image ${image.friendlyName} is restricted to another zone than ${zone.name}`);
+    }
+    if (image.restrictToServer && image.serverId) {
+      const server = await this.db.getRepository(Server).findOneBy({ id: image.serverId });
+      if (server && server.zoneId !== zone.id) throw new ApiError(ErrorCode.InvalidRequest, `${fields.image}: image ${image.friendlyName} is restricted to server ${server.hostname}, outside zone ${zone.name}`);
+    }
+    return { zone, image };
+  }
+
+  private async views(configs: StagingConfig[]): Promise<StagingConfigView[]> {
+    const counts: Array<{ staging_config_id: string; ready: string }> = configs.length ? await this.db.query(COUNT_READY_SQL, [configs.map((c) => c.id)]) : [];
+    const ready = new Map(counts.map((c) => [c.staging_config_id, Number(c.ready)]));
+    return configs.map((config) => ({
+      config, zoneName: config.zone?.name ?? '', imageFriendlyName: config.image?.friendlyName ?? '', numCurrentSessions: ready.get(config.id) ?? 0,
+    }));
+  }
+}
