@@ -29,6 +29,7 @@ describe('buildContainerSpec', () => {
       network: 'workspace-server-isolated',
       shmSizeBytes: 512 * 1024 * 1024,
       noNewPrivileges: true,
+      cpuAllocation: 'Quotas',
     });
   });
 
@@ -159,4 +160,55 @@ describe('localeFromLanguage', () => {
 describe('validTimezone', () => {
   it.each(['UTC', 'Europe/Berlin', 'America/Argentina/Buenos_Aires', 'Etc/GMT+5', 'Etc/GMT-14', 'America/Port-au-Prince'])('accepts %s', (tz) => expect(validTimezone(tz)).toBe(tz));
   it.each(['', '../etc/passwd', 'Europe/Berlin;id', 'Europe//Berlin', '/UTC', 'Europe/Berlin ', 'A'.repeat(65), 'Europe/../../x'])('ignores %j', (tz) => expect(validTimezone(tz)).toBeNull());
+});
+
+describe('buildContainerSpec: image launch settings', () => {
+  const IMAGE_ID = '99999999-0000-4000-8000-000000000001';
+  const user = { id: '1b2c3d4e-0000-4000-8000-00000000abcd', username: 'ada/lovelace' };
+
+  it('applies run_config, volume_mappings with templates and the CPU allocation method', () => {
+    const spec = buildContainerSpec(
+      input({
+        image: {
+          id: IMAGE_ID, name: 'img:1', cpuAllocationMethod: 'Shares',
+          runConfig: { hostname: 'desk', shm_size: '256m', devices: ['/dev/dri'], add_host: ['db:10.0.0.5'], security_opt: ['no-new-privileges:true', 'apparmor=docker-default'] },
+          volumeMappings: { '/srv/homes/{username}': { bind: '/home/user/data' }, 'cache-{user_id}-{image_id}': { bind: '/cache', mode: 'ro' } },
+        },
+        user,
+      }),
+    );
+    expect(spec).toEqual(expect.objectContaining({
+      hostname: 'desk',
+      shmSizeBytes: 256 * 1024 * 1024,
+      devices: [{ pathOnHost: '/dev/dri', pathInContainer: '/dev/dri', cgroupPermissions: 'rwm' }],
+      extraHosts: ['db:10.0.0.5'],
+      securityOpt: ['apparmor=docker-default'],
+      noNewPrivileges: true,
+      cpuAllocation: 'Shares',
+      mounts: [
+        { kind: 'bind', source: '/srv/homes/ada%2Flovelace', target: '/home/user/data', readOnly: false },
+        { kind: 'volume', source: 'cache-1b2c3d4e00004000800000000000abcd-99999999000040008000000000000001', target: '/cache', readOnly: true },
+      ],
+    }));
+  });
+
+  it('Inherit follows the server; an explicit shmSizeBytes still wins over run_config', () => {
+    const image = { name: 'img:1', cpuAllocationMethod: 'Inherit', runConfig: { shm_size: '256m' } };
+    expect(buildContainerSpec(input({ image, server: { cpuAllocationMethod: 'Shares' } })).cpuAllocation).toBe('Shares');
+    expect(buildContainerSpec(input({ image, server: { cpuAllocationMethod: 'Quotas' } })).cpuAllocation).toBe('Quotas');
+    expect(buildContainerSpec(input({ image, shmSizeBytes: 128 * 1024 * 1024 })).shmSizeBytes).toBe(128 * 1024 * 1024);
+  });
+
+  it('refuses at launch what the operator no longer allows (a row edited by hand, a shrunk allowlist)', () => {
+    const image = { name: 'img:1', runConfig: { security_opt: ['seccomp=unconfined'] } };
+    expect(() => buildContainerSpec(input({ image }))).toThrow(/WORKSPACE_SECURITY_OPTS_ALLOWED/);
+    expect(buildContainerSpec(input({ image, allowedSecurityOpts: 'label=disable, seccomp=unconfined' })).securityOpt).toEqual(['seccomp=unconfined']);
+    expect(() => buildContainerSpec(input({ image: { name: 'img:1', runConfig: { privileged: true } } }))).toThrow(InvalidContainerSpecError);
+    expect(() => buildContainerSpec(input({ image: { name: 'img:1', volumeMappings: { '/srv/{user_id}': { bind: '/d' } } } }))).toThrow(/needs a user/);
+  });
+
+  it('adds no launch-setting keys for an image without them', () => {
+    const spec = buildContainerSpec(input());
+    for (const key of ['hostname', 'devices', 'extraHosts', 'securityOpt', 'mounts']) expect(spec).not.toHaveProperty(key);
+  });
 });

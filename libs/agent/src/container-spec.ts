@@ -1,5 +1,6 @@
 import type { WorkspaceContainerSpec } from './docker-host';
 import { InvalidContainerSpecError } from './errors';
+import { effectiveCpuAllocation, parseRunConfig, parseVolumeMappings } from './launch-settings';
 import { WORKSPACE_NETWORK } from './workspace-network';
 
 /** Labels the agent puts on every workspace container. */
@@ -48,6 +49,8 @@ export interface BuildContainerSpecInput {
     environment?: Record<string, string> | null;
   };
   image: {
+    /** Fills `{image_id}` in volume_mappings. */
+    id?: string | null;
     /** Image reference. */
     name: string;
     isBrowser?: boolean | null;
@@ -57,8 +60,18 @@ export interface BuildContainerSpecInput {
     attributes?: ReadonlyArray<ContainerSpecImageAttribute> | null;
     restrictToNetwork?: boolean | null;
     networkName?: string | null;
+    /** Checked subset of docker run options (launch-settings.ts). */
+    runConfig?: Record<string, unknown> | null;
+    /** Bind and volume mounts with {username}, {user_id}, {image_id} templates (launch-settings.ts). */
+    volumeMappings?: Record<string, unknown> | null;
+    /** Inherit (the server's), Quotas or Shares. */
+    cpuAllocationMethod?: string | null;
   };
-  server?: { publishHost?: string | null } | null;
+  server?: { publishHost?: string | null; cpuAllocationMethod?: string | null } | null;
+  /** The workspace's owner, for volume_mappings templates; none for a staged workspace. */
+  user?: { id: string; username: string } | null;
+  /** WORKSPACE_SECURITY_OPTS_ALLOWED (a list, or the comma-separated setting): sandbox-weakening security options the operator allows in run_config. */
+  allowedSecurityOpts?: readonly string[] | string;
   /** This installation's deployment id (label). */
   deploymentId: string;
   /** Request environment (request_workspace's environment). */
@@ -176,7 +189,10 @@ export function buildContainerSpec(input: BuildContainerSpecInput): WorkspaceCon
   env.VNC_PORT = ports.vnc.split('/')[0];
   if (workspace.token) env.VNC_PASSWORD = workspace.token;
 
-  const shm = input.shmSizeBytes ?? Math.min(2048 * MIB, Math.max(64 * MIB, Math.floor(memoryBytes / 4)));
+  const allowed = typeof input.allowedSecurityOpts === 'string' ? input.allowedSecurityOpts.split(',').map((o) => o.trim()).filter(Boolean) : input.allowedSecurityOpts;
+  const run = parseRunConfig(image.runConfig, allowed);
+  const mounts = parseVolumeMappings(image.volumeMappings, { username: input.user?.username, userId: input.user?.id, imageId: image.id });
+  const shm = input.shmSizeBytes ?? run.shmSizeBytes ?? Math.min(2048 * MIB, Math.max(64 * MIB, Math.floor(memoryBytes / 4)));
   return {
     name: containerNameFor(workspace.id),
     image: image.name,
@@ -190,5 +206,11 @@ export function buildContainerSpec(input: BuildContainerSpecInput): WorkspaceCon
     network: image.restrictToNetwork && image.networkName ? image.networkName : WORKSPACE_NETWORK.name,
     shmSizeBytes: shm,
     noNewPrivileges: input.noNewPrivileges ?? true,
+    cpuAllocation: effectiveCpuAllocation(image.cpuAllocationMethod, input.server?.cpuAllocationMethod),
+    ...(run.hostname ? { hostname: run.hostname } : {}),
+    ...(run.devices?.length ? { devices: run.devices } : {}),
+    ...(run.extraHosts?.length ? { extraHosts: run.extraHosts } : {}),
+    ...(run.securityOpt?.length ? { securityOpt: run.securityOpt } : {}),
+    ...(mounts.length ? { mounts } : {}),
   };
 }

@@ -54,6 +54,17 @@ export interface WorkspaceContainerSpec {
   noNewPrivileges?: boolean;
   /** Run docker-init as PID 1 to reap zombies (default true). */
   init?: boolean;
+  /** Quotas (default): a hard limit of `cores` (NanoCpus); Shares: CpuShares = cores × 1024, no hard limit. */
+  cpuAllocation?: 'Quotas' | 'Shares';
+  /** From the image's run_config (launch-settings.ts checked them). */
+  hostname?: string | null;
+  devices?: Array<{ pathOnHost: string; pathInContainer: string; cgroupPermissions: string }>;
+  /** "name:address" lines for /etc/hosts. */
+  extraHosts?: string[];
+  /** Added to no-new-privileges; never one that undoes it. */
+  securityOpt?: string[];
+  /** From the image's volume_mappings, templates filled in. */
+  mounts?: Array<{ kind: 'bind' | 'volume'; source: string; target: string; readOnly: boolean }>;
 }
 
 export interface CreatedContainer {
@@ -265,6 +276,8 @@ function validateSpec(spec: WorkspaceContainerSpec): Record<string, { port: stri
   if (spec.noNewPrivileges !== undefined && typeof spec.noNewPrivileges !== 'boolean') fail('noNewPrivileges must be a boolean');
   if (spec.pidsLimit != null && (!Number.isSafeInteger(spec.pidsLimit) || spec.pidsLimit < 16)) fail('pidsLimit must be an integer >= 16');
   for (const cap of spec.capAdd ?? []) if (!/^[A-Z_]+$/.test(cap) || cap === 'ALL' || cap === 'SYS_ADMIN') fail(`capability ${JSON.stringify(cap)} is not allowed`);
+  for (const opt of spec.securityOpt ?? []) if (typeof opt !== 'string' || /^no-new-privileges/.test(opt)) fail(`security option ${JSON.stringify(opt)} is not allowed here`);
+  if (spec.cpuAllocation !== undefined && spec.cpuAllocation !== 'Quotas' && spec.cpuAllocation !== 'Shares') fail('cpuAllocation must be Quotas or Shares');
   return ports;
 }
 
@@ -407,8 +420,9 @@ export class DockerHost {
       Labels: { ...spec.labels, [LABELS.ports]: JSON.stringify(portMap) },
       ExposedPorts: exposed,
       ...(spec.user ? { User: spec.user } : {}),
+      ...(spec.hostname ? { Hostname: spec.hostname } : {}),
       HostConfig: {
-        NanoCpus: Math.round(spec.cores * 1e9),
+        ...(spec.cpuAllocation === 'Shares' ? { CpuShares: Math.max(2, Math.round(spec.cores * 1024)) } : { NanoCpus: Math.round(spec.cores * 1e9) }),
         Memory: spec.memoryBytes,
         MemorySwap: spec.memoryBytes,
         PortBindings: bindings,
@@ -416,7 +430,11 @@ export class DockerHost {
         ...(spec.network ? { NetworkMode: spec.network } : {}),
         CapDrop: ['ALL'],
         CapAdd: [...(spec.capAdd ?? DEFAULT_CAP_ADD)],
-        SecurityOpt: spec.noNewPrivileges === false ? [] : ['no-new-privileges:true'],
+        SecurityOpt: [...(spec.noNewPrivileges === false ? [] : ['no-new-privileges:true']), ...(spec.securityOpt ?? [])],
+        ...(spec.devices?.length ? { Devices: spec.devices.map((d) => ({ PathOnHost: d.pathOnHost, PathInContainer: d.pathInContainer, CgroupPermissions: d.cgroupPermissions })) } : {}),
+        ...(spec.extraHosts?.length ? { ExtraHosts: spec.extraHosts } : {}),
+        // Binds (not Mounts): Docker makes a missing host directory, as `docker run -v` does.
+        ...(spec.mounts?.length ? { Binds: spec.mounts.map((m) => `${m.source}:${m.target}:${m.readOnly ? 'ro' : 'rw'}`) } : {}),
         PidsLimit: spec.pidsLimit ?? DEFAULT_PIDS_LIMIT,
         Init: spec.init ?? true,
         RestartPolicy: { Name: 'no' },

@@ -3,6 +3,7 @@ export * from './stream-demux';
 export * from './rfb';
 export * from './docker-host';
 export * from './container-spec';
+export * from './launch-settings';
 export * from './workspace-network';
 export * from './docker-hosts';
 export * from './agent.module';

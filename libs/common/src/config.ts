@@ -53,6 +53,15 @@ export class AppConfig {
    */
   @Transform(toInt) @IsInt() @Min(0) @Max(3600) AUTH_UNKNOWN_KEY_CACHE_SECONDS = 10;
 
+  /**
+   * Security options that weaken the workspace sandbox which images' run_config may still use (comma-separated;
+   * empty: none). Checked when an image is saved and again at launch. Never privileged or no-new-privileges:false.
+   */
+  @Matches(/^((seccomp=unconfined|apparmor=unconfined|label=disable|systempaths=unconfined)(,(seccomp=unconfined|apparmor=unconfined|label=disable|systempaths=unconfined))*)?$/, {
+    message: 'must be a comma-separated list of seccomp=unconfined, apparmor=unconfined, label=disable, systempaths=unconfined (or empty)',
+  })
+  WORKSPACE_SECURITY_OPTS_ALLOWED = '';
+
   /** Labels every container this deployment creates, so reconcilers never touch another deployment's. */
   @Matches(/^[A-Za-z0-9_.-]{1,64}$/, { message: 'must be 1-64 characters of [A-Za-z0-9_.-]' }) DEPLOYMENT_ID = 'default';
 

@@ -1,9 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, Repository } from 'typeorm';
-import { ApiError, ErrorCode, newId, parseId } from '@ws/common';
+import { addressList, ApiError, AppConfig, ErrorCode, newId, parseId } from '@ws/common';
 import { findByRef } from '@ws/database/find-by-ref';
 import { ExecConfig, Image, ImageAttribute } from './image.entity';
+import { checkImageLaunchSettings, checkImagePermissions } from './image-settings';
 
 export interface ImageDefinition {
   name: string;
@@ -24,7 +25,23 @@ export interface ImageDefinition {
   restrictToServer?: boolean;
   serverId?: string | null;
   persistentProfilePath?: string | null;
+  /** Checked subset of docker run options (README "Image launch settings"). */
+  runConfig?: Record<string, unknown>;
+  /** `{ "<host path or volume>": { bind, mode } }` with {username}, {user_id}, {image_id} templates. */
+  volumeMappings?: Record<string, unknown>;
+  /** Inherit (the server's), Quotas or Shares. */
+  cpuAllocationMethod?: string;
 }
+
+/** Who saves: an API caller passes its permissions; the operator's CLI passes nothing (it holds them all). */
+export interface ImageSaveOptions {
+  permissions?: readonly string[];
+}
+
+/** ImageDefinition field → the wire name the permission rule (image-settings.ts) speaks of. */
+const WIRE_NAMES: Partial<Record<keyof ImageDefinition, string>> = {
+  cores: 'cores', memory: 'memory', cpuAllocationMethod: 'cpu_allocation_method', volumeMappings: 'volume_mappings', runConfig: 'run_config', execConfig: 'exec_config',
+};
 
 const PORT_SPEC = /^(\d{1,5})\/(tcp|udp)$/;
 
@@ -34,6 +51,7 @@ export class ImagesService {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     @InjectRepository(Image) private readonly images: Repository<Image>,
+    private readonly config: AppConfig,
   ) {}
 
   list(): Promise<Image[]> {
@@ -51,8 +69,12 @@ export class ImagesService {
     return findByRef(this.images, ref, 'friendlyName', 'image', { attributes: true });
   }
 
-  /** Creates or updates (by friendly name) an image with its port map. */
-  async upsert(definition: ImageDefinition): Promise<Image> {
+  /**
+   * Creates or updates (by friendly name) an image with its port map. Launch settings outside the allowed
+   * subset are refused (400 naming the key); a caller without Images Modify Resources cannot set resource fields.
+   */
+  async upsert(definition: ImageDefinition, options: ImageSaveOptions = {}): Promise<Image> {
+    checkImageLaunchSettings(definition.friendlyName, definition, addressList(this.config.WORKSPACE_SECURITY_OPTS_ALLOWED));
     for (const [name, spec] of Object.entries(definition.portMap ?? {})) {
       const match = PORT_SPEC.exec(spec);
       if (!/^[a-z_]{1,32}$/.test(name) || !match || Number(match[1]) < 1 || Number(match[1]) > 65535) {
@@ -61,6 +83,7 @@ export class ImagesService {
     }
     return this.db.transaction(async (tx) => {
       const existing = await tx.findOneBy(Image, { friendlyName: definition.friendlyName });
+      if (options.permissions) checkImagePermissions(wireFieldsOf(definition), !existing, options.permissions);
       const { portMap, ...fields } = definition;
       const id = existing?.id ?? newId();
       await tx.save(Image, { ...(existing ?? {}), ...fields, id });
@@ -74,6 +97,19 @@ export class ImagesService {
     });
   }
 
+  /** Changes only the given fields of an image (by id or friendly name), checked as upsert checks them. */
+  async update(ref: string, changes: Partial<ImageDefinition>, options: ImageSaveOptions = {}): Promise<Image> {
+    const image = await this.findByRef(ref);
+    const given = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined)) as Partial<ImageDefinition>;
+    return this.upsert({ ...given, name: given.name ?? image.name, friendlyName: image.friendlyName }, options).then(async (saved) => {
+      if (given.friendlyName && given.friendlyName !== image.friendlyName) {
+        await this.images.update({ id: saved.id }, { friendlyName: given.friendlyName });
+        return this.images.findOneOrFail({ where: { id: saved.id }, relations: { attributes: true } });
+      }
+      return saved;
+    });
+  }
+
   async remove(ref: string): Promise<void> {
     const image = await this.findByRef(ref);
     await this.images.delete({ id: image.id });
@@ -84,4 +120,10 @@ export class ImagesService {
 export function portMapOf(image: Image): Record<string, string> {
   const entries = (image.attributes ?? []).filter((a) => a.category === 'port_map').map((a) => [a.name, a.value] as const);
   return entries.length ? Object.fromEntries(entries) : { vnc: '5900/tcp' };
+}
+
+function wireFieldsOf(definition: Partial<ImageDefinition>): string[] {
+  return Object.entries(definition)
+    .filter(([, v]) => v !== undefined)
+    .map(([k]) => WIRE_NAMES[k as keyof ImageDefinition] ?? k);
 }

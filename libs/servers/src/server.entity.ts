@@ -20,6 +20,15 @@ export class Server {
   @NumericColumn() cores!: number;
   /** Bytes. */
   @BigIntColumn() memory!: number;
+  /**
+   * Placement offers cores × this (each workspace keeps its own hard limit): idle desktops use a fraction of
+   * their cores, so 4 lets a 2-core host run 8 one-core desktops. README "Capacity".
+   */
+  @NumericColumn({ default: 4 }) cpuOvercommit!: number;
+  /** Placement offers memory × this; above 1 a busy host can OOM-kill workspaces, so the default is 1. */
+  @NumericColumn({ default: 1 }) memoryOvercommit!: number;
+  /** What images with cpu_allocation_method Inherit get: Quotas (hard limit) or Shares (proportional). */
+  @Column('text', { default: 'Quotas' }) cpuAllocationMethod!: string;
   @Column('text', { default: 'docker' }) provider!: string;
   @CreatedAt() createdAt!: Date;
 }

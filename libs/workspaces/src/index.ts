@@ -7,6 +7,7 @@ export * from './user-deletion.service';
 export * from './placement';
 export * from './staged-claim';
 export * from './workspaces.module';
+export * from './launch-commands';
 export * from './dto/workspace.requests';
 export * from './workspace-access.service';
 export * from './stream-stats.service';

@@ -17,8 +17,12 @@ function eligible(servers: Server[], image: Image, constraints: PlacementConstra
   );
 }
 
+/** What a server offers to placement: its cores and memory times its overcommit factors (README "Capacity"). */
+export const offeredCores = (s: Pick<Server, 'cores' | 'cpuOvercommit'>) => s.cores * (s.cpuOvercommit ?? 1);
+export const offeredMemory = (s: Pick<Server, 'memory' | 'memoryOvercommit'>) => Math.floor(s.memory * (s.memoryOvercommit ?? 1));
+
 /**
- * Picks the eligible server with the most free cores that fits the image, inside the caller's transaction.
+ * Picks the eligible server with the most free cores (after overcommit) that fits the image, inside the caller's transaction.
  * Every server row is locked (FOR UPDATE, in id order: no deadlocks) so concurrent requests cannot both
  * take the last slot; the caller inserts the workspace before committing.
  */
@@ -33,7 +37,7 @@ export async function reserveServer(tx: EntityManager, image: Image, constraints
   );
   const used = new Map(usage.map((u) => [u.server_id, { cores: Number(u.cores), memory: Number(u.memory) }]));
   const fits = candidates
-    .map((s) => ({ server: s, freeCores: s.cores - (used.get(s.id)?.cores ?? 0), freeMemory: s.memory - (used.get(s.id)?.memory ?? 0) }))
+    .map((s) => ({ server: s, freeCores: offeredCores(s) - (used.get(s.id)?.cores ?? 0), freeMemory: offeredMemory(s) - (used.get(s.id)?.memory ?? 0) }))
     .filter((c) => c.freeCores >= image.cores && c.freeMemory >= image.memory)
     .sort((a, b) => b.freeCores - a.freeCores || b.freeMemory - a.freeMemory);
   if (fits.length === 0) throw new ApiError(ErrorCode.NoCapacity, NO_CAPACITY_MESSAGE);

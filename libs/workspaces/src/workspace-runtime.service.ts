@@ -42,14 +42,14 @@ export class WorkspaceRuntime {
    * continues from the readiness wait instead of creating and starting again.
    */
   async provision(workspaceId: string, attempt: { final: boolean; signal?: AbortSignal }): Promise<void> {
-    const workspace = await this.workspaces.findOne({ where: { id: workspaceId }, relations: { image: { attributes: true }, server: true } });
+    const workspace = await this.workspaces.findOne({ where: { id: workspaceId }, relations: { image: { attributes: true }, server: true, user: true } });
     if (!workspace || workspace.status !== 'starting') return; // destroyed meanwhile, or done by an earlier run
     const { image, server } = workspace;
     if (!image || !server) return this.fail(workspace, 'The workspace has no image or server');
     const host = this.hosts.get(server);
     try {
       const spec = buildContainerSpec({
-        workspace, image, server, deploymentId: this.config.DEPLOYMENT_ID, environment: workspace.environment,
+        workspace, image, server, user: workspace.user, allowedSecurityOpts: this.config.WORKSPACE_SECURITY_OPTS_ALLOWED, deploymentId: this.config.DEPLOYMENT_ID, environment: workspace.environment,
         workspaceUrl: workspace.launchOptions.workspaceUrl, clientLanguage: workspace.launchOptions.clientLanguage, clientTimezone: workspace.launchOptions.clientTimezone,
       });
       let state = await this.runningContainerOf(host, spec.name, spec.labels, spec.ports);

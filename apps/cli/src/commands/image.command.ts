@@ -7,7 +7,27 @@ import { bytes, collect, int, num, print, service } from '../context';
 interface ImageOptions {
   friendlyName: string; description?: string; thumbnail?: string; cores: number; memory: number; xRes: number; yRes: number;
   port: string[]; env: string[]; cmd?: string; goCmd?: string; browser?: boolean; disabled?: boolean; zone?: string; server?: string;
-  persistentProfilePath?: string; json?: boolean;
+  persistentProfilePath?: string; runConfig?: Record<string, unknown>; volumeMappings?: Record<string, unknown>; cpuAllocationMethod?: string; json?: boolean;
+}
+
+/** A JSON object option (--run-config, --volume-mappings). */
+const jsonObject = (value: string): Record<string, unknown> => {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    throw new Error(`not JSON: ${value}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error(`not a JSON object: ${value}`);
+  return parsed as Record<string, unknown>;
+};
+
+/** Launch-setting options `image add` and `image update` share (README "Image launch settings"). */
+function launchSettingOptions(command: Command): Command {
+  return command
+    .option('--run-config <json>', 'docker run options: {"hostname", "shm_size", "devices", "add_host", "security_opt"}', jsonObject)
+    .option('--volume-mappings <json>', '{"/host/path/{user_id}": {"bind": "/container/path", "mode": "rw"}} or a volume name as the key', jsonObject)
+    .option('--cpu-allocation-method <method>', 'Inherit (the server\'s, default), Quotas (hard limit) or Shares (proportional)');
 }
 
 const pairs = (values: string[], what: string) =>
@@ -19,8 +39,8 @@ const pairs = (values: string[], what: string) =>
 
 export function registerImageCommands(program: Command): void {
   const image = program.command('image').description('workspace images');
-  image
-    .command('add <reference>')
+  launchSettingOptions(image
+    .command('add <reference>'))
     .description('add or update (by friendly name) an image; reference is a local container image, e.g. workspace-server/desktop:<hash>')
     .requiredOption('--friendly-name <name>')
     .option('--description <text>')
@@ -47,7 +67,29 @@ export function registerImageCommands(program: Command): void {
         portMap: o.port.length ? pairs(o.port, '--port') : { vnc: '5900/tcp' },
         execConfig: { first_launch: { environment: pairs(o.env, '--env'), cmd: o.cmd ?? '' }, go: { cmd: o.goCmd ?? '' } },
         isBrowser: o.browser ?? false, enabled: !o.disabled, restrictToZone: !!zone, zoneId: zone?.id ?? null, restrictToServer: !!server, serverId: server?.id ?? null,
-        persistentProfilePath: o.persistentProfilePath ?? null,
+        persistentProfilePath: o.persistentProfilePath ?? null, runConfig: o.runConfig ?? {}, volumeMappings: o.volumeMappings ?? {}, cpuAllocationMethod: o.cpuAllocationMethod ?? 'Inherit',
+      });
+      print(o.json ? toImageResponse(saved) : { image_id: toImageResponse(saved).image_id, name: saved.name, friendly_name: saved.friendlyName }, o.json ?? false);
+    });
+  launchSettingOptions(image.command('update <image>').description('change only the given settings of an image (by id or friendly name)'))
+    .option('--reference <reference>', 'container image reference')
+    .option('--cores <n>', 'cores (hard limit)', num)
+    .option('--memory <size>', 'memory (hard limit), e.g. 2G', bytes)
+    .option('--cmd <command>', 'exec_config.first_launch.cmd (keeps the first-launch environment)')
+    .option('--go-cmd <command>', 'exec_config.go.cmd')
+    .option('--enabled')
+    .option('--disabled')
+    .option('--json')
+    .action(async (ref: string, o: Partial<ImageOptions> & { reference?: string; enabled?: boolean }) => {
+      if (o.enabled && o.disabled) throw new Error('give --enabled or --disabled, not both');
+      const images = await service(ImagesService);
+      const current = await images.findByRef(ref);
+      const execConfig = o.cmd !== undefined || o.goCmd !== undefined
+        ? { first_launch: { environment: current.execConfig.first_launch?.environment ?? {}, cmd: o.cmd ?? current.execConfig.first_launch?.cmd ?? '' }, go: { cmd: o.goCmd ?? current.execConfig.go?.cmd ?? '' } }
+        : undefined;
+      const saved = await images.update(ref, {
+        name: o.reference, cores: o.cores, memory: o.memory, runConfig: o.runConfig, volumeMappings: o.volumeMappings, cpuAllocationMethod: o.cpuAllocationMethod, execConfig,
+        enabled: o.enabled ? true : o.disabled ? false : undefined,
       });
       print(o.json ? toImageResponse(saved) : { image_id: toImageResponse(saved).image_id, name: saved.name, friendly_name: saved.friendlyName }, o.json ?? false);
     });
