@@ -4,4 +4,4 @@ export { dataSourceOptions } from './data-source';
 export { PgNotifications } from './pg-notifications';
 export { migrate, ensureDatabase, dropDatabase } from './migrate';
 export { findByRef } from './find-by-ref';
-export { rawQuery } from './raw-query';
+export { hydrate, rawQuery, selectColumns } from './raw-query';

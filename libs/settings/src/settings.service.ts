@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
 import { ApiError, ErrorCode, randomSecret } from '@ws/common';
+import { rawQuery } from '@ws/database/raw-query';
 import { Setting } from './setting.entity';
 
 type Check = (value: unknown) => string | null;
@@ -30,10 +31,14 @@ export class SettingsService {
 
   constructor(@InjectRepository(Setting) private readonly settings: Repository<Setting>) {}
 
+  /**
+   * Read on every use, not cached: a change (the CLI, or SQL by hand) takes effect at the next request on every
+   * replica, with no notice to wait for. A raw primary-key select, as it runs on hot paths (status, lists).
+   */
   async get<T>(name: GlobalSettingName): Promise<T> {
-    const row = await this.settings.findOneBy({ key: name });
+    const [row] = await rawQuery<{ value: T }>(this.settings.manager.connection, 'SELECT value FROM settings WHERE key = $1', [name]);
     if (!row) throw new Error(`global setting ${name} is missing; run the migrations`);
-    return row.value as T;
+    return row.value;
   }
 
   async all(): Promise<Record<string, unknown>> {

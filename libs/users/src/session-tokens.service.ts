@@ -3,6 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { LessThanOrEqual, MoreThan, Repository } from 'typeorm';
 import { JwtSigner, SessionClaims } from '@ws/auth/jwt-signer';
 import { addSeconds, ApiError, newId, parseId } from '@ws/common';
+import { hydrate, rawQuery, selectColumns } from '@ws/database/raw-query';
 import { SettingsService } from '@ws/settings/settings.service';
 import { LoginLink } from './login-link.entity';
 import { SessionToken } from './session-token.entity';
@@ -81,6 +82,23 @@ export class SessionTokensService {
     if (!rows.affected) throw ApiError.invalidId('session_token', token.id.replace(/-/g, ''));
     const renewed = { ...token, tokenDate: now, expiresAt, generation: (rows.raw as Array<{ generation: number }>)[0].generation };
     return { token: renewed, jwt: await this.sign(renewed, extraClaims) };
+  }
+
+  /**
+   * Renews the token with this id if it is still live, in one statement (get_workspace_status renews on every
+   * call); null when it expired or was revoked.
+   */
+  async renewIfLive(tokenId: string, extraClaims: Partial<SessionClaims> = {}): Promise<IssuedToken | null> {
+    const now = new Date();
+    const expiresAt = addSeconds(now, await this.settings.sessionLifetimeSeconds());
+    const db = this.tokens.manager.connection;
+    const [row] = await rawQuery(
+      db,
+      `UPDATE session_tokens SET token_date = $2, expires_at = $3, generation = generation + 1 WHERE id = $1 AND expires_at > $2 RETURNING ${selectColumns(db, SessionToken, 'session_tokens')}`,
+      [tokenId, now, expiresAt],
+    );
+    const token = row ? hydrate(db, SessionToken, row) : null;
+    return token ? { token, jwt: await this.sign(token, extraClaims) } : null;
   }
 
   async delete(sessionToken: string): Promise<void> {

@@ -1,5 +1,8 @@
-import { In, Repository } from 'typeorm';
+import { DataSource, Repository } from 'typeorm';
 import { ApiError, parseId } from '@ws/common';
+import { hydrate, rawQuery, selectColumns } from '@ws/database/raw-query';
+import { Image, ImageAttribute } from '@ws/images/image.entity';
+import { Server } from '@ws/servers/server.entity';
 import { LIVE_STATUSES, Workspace } from './workspace.entity';
 
 export type WorkspaceTarget = { workspaceId: string } | { shareId: string };
@@ -8,14 +11,70 @@ const SHARE_ID = /^[0-9a-f]{32}$/;
 
 /** A live workspace with its image (and attributes) and server, by id (either layout) or share id; 400 `Invalid …` otherwise. */
 export async function findLiveWorkspace(workspaces: Repository<Workspace>, target: WorkspaceTarget): Promise<Workspace> {
-  const relations = { image: { attributes: true }, server: true };
   if ('shareId' in target) {
-    const workspace = SHARE_ID.test(target.shareId) ? await workspaces.findOne({ where: { shareId: target.shareId, status: In(LIVE_STATUSES) }, relations }) : null;
+    const workspace = SHARE_ID.test(target.shareId) ? await loadLive(workspaces, 'share_id', target.shareId) : null;
     if (!workspace) throw ApiError.invalidId('share_id', target.shareId);
     return workspace;
   }
   const id = parseId(target.workspaceId);
-  const workspace = id ? await workspaces.findOne({ where: { id, status: In(LIVE_STATUSES) }, relations }) : null;
+  const workspace = id ? await loadLive(workspaces, 'id', id) : null;
   if (!workspace) throw ApiError.invalidId('workspace_id', target.workspaceId);
+  return workspace;
+}
+
+/** Every live workspace (oldest first) with image, attributes and server, and its owner's username: get_workspaces. */
+export async function findAllLive(workspaces: Repository<Workspace>): Promise<Array<{ workspace: Workspace; username: string | null }>> {
+  const db = workspaces.manager.connection;
+  const rows = await rawQuery(
+    db,
+    `SELECT ${selectColumns(db, Workspace, 'w', 'w_')}, ${selectColumns(db, Image, 'i', 'i_')}, ${selectColumns(db, ImageAttribute, 'a', 'a_')}, ${selectColumns(db, Server, 's', 's_')}, u.username AS u_username
+       FROM workspaces w LEFT JOIN images i ON i.id = w.image_id LEFT JOIN image_attributes a ON a.image_id = i.id
+       LEFT JOIN servers s ON s.id = w.server_id LEFT JOIN users u ON u.id = w.user_id
+      WHERE w.status = ANY($1) ORDER BY w.start_date ASC, w.id ASC`,
+    [LIVE_STATUSES],
+  );
+  const found: Array<{ workspace: Workspace; username: string | null }> = [];
+  let last: Workspace | null = null;
+  for (const row of rows) {
+    if (last === null || last.id !== row.w_id) {
+      last = withRelations(db, row);
+      found.push({ workspace: last, username: (row.u_username as string | null) ?? null });
+    }
+    const attribute = hydrate(db, ImageAttribute, row, 'a_');
+    if (attribute) last.image?.attributes?.push(attribute);
+  }
+  return found;
+}
+
+/**
+ * One raw select (a row per image attribute) hydrated as TypeORM's find with those relations would: this
+ * lookup starts most workspace operations, and TypeORM's find with relations costs two statements (a
+ * DISTINCT pass, then the joins) and several times their CPU in query building and hydration.
+ */
+async function loadLive(workspaces: Repository<Workspace>, column: 'id' | 'share_id', value: string): Promise<Workspace | null> {
+  const db = workspaces.manager.connection;
+  const rows = await rawQuery(
+    db,
+    `SELECT ${selectColumns(db, Workspace, 'w', 'w_')}, ${selectColumns(db, Image, 'i', 'i_')}, ${selectColumns(db, ImageAttribute, 'a', 'a_')}, ${selectColumns(db, Server, 's', 's_')}
+       FROM workspaces w LEFT JOIN images i ON i.id = w.image_id LEFT JOIN image_attributes a ON a.image_id = i.id LEFT JOIN servers s ON s.id = w.server_id
+      WHERE w.${column} = $1 AND w.status = ANY($2)`,
+    [value, LIVE_STATUSES],
+  );
+  if (rows.length === 0) return null;
+  const workspace = withRelations(db, rows[0]);
+  for (const row of rows) {
+    const attribute = hydrate(db, ImageAttribute, row, 'a_');
+    if (attribute) workspace.image?.attributes?.push(attribute);
+  }
+  return workspace;
+}
+
+/** The workspace, its image (attributes still to add) and its server from one row; a missing relation is null, as TypeORM leaves it. */
+function withRelations(db: DataSource, row: Record<string, unknown>): Workspace {
+  const workspace = hydrate(db, Workspace, row, 'w_') as Workspace;
+  const image = hydrate(db, Image, row, 'i_');
+  if (image) image.attributes = [];
+  workspace.image = image as Image;
+  workspace.server = hydrate(db, Server, row, 's_');
   return workspace;
 }

@@ -1,12 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, In, Repository } from 'typeorm';
+import { DataSource, Repository } from 'typeorm';
 import { AgentError, ContainerNotFoundError, DockerHosts, ExecResult } from '@ws/agent';
 import { addSeconds, ApiError, AppConfig, ErrorCode, formatTimestamp, newId, parseId, randomSecret, toWireId } from '@ws/common';
 import { effectiveSettings, EffectiveGroupSettings, usageWindowStart } from '@ws/groups/group-settings';
 import { GroupsService } from '@ws/groups/groups.service';
 import { Image } from '@ws/images/image.entity';
 import { ImagesService } from '@ws/images/images.service';
+import { rawQuery } from '@ws/database/raw-query';
 import { JobProducer, jobId } from '@ws/queue';
 import { Server } from '@ws/servers/server.entity';
 import { toApiError as toStreamApiError } from '@ws/stream/errors';
@@ -16,12 +17,10 @@ import { SessionToken } from '@ws/users/session-token.entity';
 import { IssuedToken, SessionTokensService } from '@ws/users/session-tokens.service';
 import { User } from '@ws/users/user.entity';
 import { UsersService } from '@ws/users/users.service';
-import { Zone } from '@ws/zones/zone.entity';
 import type { ExecCommandRequest, JoinWorkspaceRequest, OwnedWorkspaceRef, ScreenshotRequest, RequestWorkspaceRequest, WorkspaceStatusRequest } from './dto/workspace.requests';
 import { reserveServer } from './placement';
-import { StagedClaimSlot } from './staged-claim';
-import { findLiveWorkspace } from './workspace-lookup';
-import { LIVE_STATUSES, Workspace } from './workspace.entity';
+import { findAllLive, findLiveWorkspace } from './workspace-lookup';
+import { Workspace } from './workspace.entity';
 import { connectPath, joinPath, operationalStatus, toWorkspaceListItem, toWorkspaceResponse } from './workspace.mappers';
 import { WorkspaceTeardown } from './workspace-teardown.service';
 
@@ -40,7 +39,6 @@ export class WorkspacesService {
     private readonly tokens: SessionTokensService,
     private readonly settings: SettingsService,
     private readonly teardown: WorkspaceTeardown,
-    private readonly stagedClaim: StagedClaimSlot,
     private readonly jobs: JobProducer,
     private readonly hosts: DockerHosts,
     private readonly config: AppConfig,
@@ -55,14 +53,6 @@ export class WorkspacesService {
     if (!image.enabled) throw new ApiError(ErrorCode.InvalidRequest, `Image (${toWireId(image.id)}) is disabled`);
     if (body.enable_sharing && !settings.clientSettings.allow_workspace_sharing) {
       throw new ApiError(ErrorCode.Forbidden, 'Sharing is not allowed for this user (client setting allow_workspace_sharing)');
-    }
-    // Claim step (staging, libs/staging): a matching staged workspace is handed over already running.
-    const staged = await this.stagedClaim.claim({ user, image, settings, request: body });
-    if (staged) {
-      return {
-        workspace_id: toWireId(staged.workspaceId), session_token: staged.jwt, username: user.username, status: 'running', share_id: staged.shareId,
-        user_id: toWireId(user.id), workspace_url: connectPath(staged.workspaceId, user.id, staged.jwt),
-      };
     }
     const workspaceId = newId();
     const issued = await this.tokens.create(toWireId(user.id), { workspace_id: workspaceId });
@@ -154,13 +144,13 @@ export class WorkspacesService {
   }
 
   async list() {
-    const rows = await this.workspaces.find({ where: { status: In(LIVE_STATUSES) }, relations: { image: { attributes: true }, server: true, user: true }, order: { startDate: 'ASC' } });
-    const zones = new Map((await this.db.getRepository(Zone).find()).map((z) => [z.id, z.name]));
-    const settings = await this.settingsForMany(rows.map((w) => w.userId).filter((id): id is string => !!id));
+    const rows = await findAllLive(this.workspaces);
+    const zones = new Map((await rawQuery<{ id: string; name: string }>(this.db, 'SELECT id, name FROM zones')).map((z) => [z.id, z.name]));
+    const settings = await this.settingsForMany(rows.map(({ workspace: w }) => w.userId).filter((id): id is string => !!id));
     return {
       current_time: formatTimestamp(now()),
-      workspaces: rows.map((w) =>
-        toWorkspaceListItem(w, (settings.get(w.userId ?? '') ?? effectiveSettings([], 0)).clientSettings, w.user?.username ?? null, w.server ? zones.get(w.server.zoneId) ?? null : null),
+      workspaces: rows.map(({ workspace: w, username }) =>
+        toWorkspaceListItem(w, (settings.get(w.userId ?? '') ?? effectiveSettings([], 0)).clientSettings, username, w.server ? zones.get(w.server.zoneId) ?? null : null),
       ),
     };
   }
@@ -263,11 +253,7 @@ export class WorkspacesService {
   /** A new connection link: renews the owner's session token, so every earlier link stops working. */
   private async renewLink(workspace: Workspace): Promise<string> {
     const userId = workspace.userId as string;
-    let issued: IssuedToken | null = null;
-    const current = workspace.sessionTokenId ? await this.db.getRepository(SessionToken).findOneBy({ id: workspace.sessionTokenId }) : null;
-    if (current && current.expiresAt > now()) {
-      issued = await this.tokens.renew(current, { workspace_id: workspace.id }).catch(() => null);
-    }
+    let issued: IssuedToken | null = workspace.sessionTokenId ? await this.tokens.renewIfLive(workspace.sessionTokenId, { workspace_id: workspace.id }) : null;
     if (!issued) {
       // The token was revoked (logout_user) or expired: the integrator's backend may hand out a fresh one.
       const fresh = await this.tokens.create(toWireId(userId));
