@@ -19,6 +19,7 @@ import { User } from '@ws/users/user.entity';
 import { UsersService } from '@ws/users/users.service';
 import type { ExecCommandRequest, JoinWorkspaceRequest, OwnedWorkspaceRef, ScreenshotRequest, RequestWorkspaceRequest, WorkspaceStatusRequest } from './dto/workspace.requests';
 import { reserveServer } from './placement';
+import { StagedClaimSlot } from './staged-claim';
 import { findAllLive, findLiveWorkspace } from './workspace-lookup';
 import { Workspace } from './workspace.entity';
 import { connectPath, joinPath, operationalStatus, toWorkspaceListItem, toWorkspaceResponse } from './workspace.mappers';
@@ -39,6 +40,7 @@ export class WorkspacesService {
     private readonly tokens: SessionTokensService,
     private readonly settings: SettingsService,
     private readonly teardown: WorkspaceTeardown,
+    private readonly stagedClaim: StagedClaimSlot,
     private readonly jobs: JobProducer,
     private readonly hosts: DockerHosts,
     private readonly config: AppConfig,
@@ -53,6 +55,14 @@ export class WorkspacesService {
     if (!image.enabled) throw new ApiError(ErrorCode.InvalidRequest, `Image (${toWireId(image.id)}) is disabled`);
     if (body.enable_sharing && !settings.clientSettings.allow_workspace_sharing) {
       throw new ApiError(ErrorCode.Forbidden, 'Sharing is not allowed for this user (client setting allow_workspace_sharing)');
+    }
+    // Claim step (staging, libs/staging): a matching staged workspace is handed over already running.
+    const staged = await this.stagedClaim.claim({ user, image, settings, request: body });
+    if (staged) {
+      return {
+        workspace_id: toWireId(staged.workspaceId), session_token: staged.jwt, username: user.username, status: 'running', share_id: staged.shareId,
+        user_id: toWireId(user.id), workspace_url: connectPath(staged.workspaceId, user.id, staged.jwt),
+      };
     }
     const workspaceId = newId();
     const issued = await this.tokens.create(toWireId(user.id), { workspace_id: workspaceId });
