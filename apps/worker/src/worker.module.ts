@@ -6,9 +6,10 @@ import { DatabaseModule } from '@ws/database';
 import { QueueModule, QueueWorkers } from '@ws/queue';
 import { SettingsModule } from '@ws/settings';
 import { StagingModule } from '@ws/staging';
-import { WorkspacesModule } from '@ws/workspaces';
+import { WorkspaceEventLog, WorkspaceEventRelay, WorkspacesModule } from '@ws/workspaces';
 import { MaintenanceProcessor } from './processors/maintenance.processor';
 import { StagingProcessor } from './processors/staging.processor';
+import { WorkspaceEventsProcessor } from './processors/workspace-events.processor';
 import { WorkspacesProcessor } from './processors/workspaces.processor';
 
 @Module({})
@@ -17,7 +18,7 @@ export class WorkerModule {
     return {
       module: WorkerModule,
       imports: [ConfigModule.forRoot(overrides), DiscoveryModule, DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule, StagingModule],
-      providers: [QueueWorkers, WorkspacesProcessor, MaintenanceProcessor, StagingProcessor],
+      providers: [QueueWorkers, WorkspacesProcessor, MaintenanceProcessor, StagingProcessor, WorkspaceEventRelay, WorkspaceEventsProcessor, WorkspaceEventLog],
     };
   }
 }

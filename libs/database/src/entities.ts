@@ -8,10 +8,11 @@ import { LoginLink } from '@ws/users/login-link.entity';
 import { SessionToken } from '@ws/users/session-token.entity';
 import { UserAttributes } from '@ws/users/user-attributes.entity';
 import { User } from '@ws/users/user.entity';
+import { WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery } from '@ws/workspaces/events/workspace-event.entity';
 import { Workspace } from '@ws/workspaces/workspace.entity';
 import { Zone } from '@ws/zones/zone.entity';
 
 /** Every entity of every area; the one list the data source, the migration check and the tests share. */
 export const ALL_ENTITIES = [
-  ApiKey, Setting, User, UserAttributes, SessionToken, LoginLink, Group, UserGroup, Zone, Server, Image, ImageAttribute, Workspace, StagingConfig,
+  ApiKey, Setting, User, UserAttributes, SessionToken, LoginLink, Group, UserGroup, Zone, Server, Image, ImageAttribute, Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, StagingConfig,
 ];

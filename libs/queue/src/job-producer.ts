@@ -1,17 +1,10 @@
 import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { JobsOptions, Queue } from 'bullmq';
 import { AppConfig } from '@ws/common';
-import { JOB_QUEUE, JobName, JobPayloads, QueueName } from './jobs';
+import { JOB_QUEUE, JobName, jobOptions, JobPayloads, QueueName } from './jobs';
 import { RedisConnections } from './redis-connections';
 
-const DEFAULTS: JobsOptions = {
-  attempts: 8,
-  backoff: { type: 'exponential', delay: 500 },
-  removeOnComplete: { age: 3600, count: 1000 },
-  removeOnFail: { age: 7 * 24 * 3600 },
-};
-
-/** The one way to enqueue work: typed by JobPayloads. */
+/** The one way to enqueue work: typed by JobPayloads, retried as the JOBS table of jobs.ts says. */
 @Injectable()
 export class JobProducer implements OnModuleDestroy {
   private readonly queues = new Map<QueueName, Queue>();
@@ -37,7 +30,7 @@ export class JobProducer implements OnModuleDestroy {
 
   async enqueue<J extends JobName>(name: J, payload: JobPayloads[J], options: JobsOptions = {}): Promise<void> {
     this.redis.assertConnected();
-    await this.queue(JOB_QUEUE[name]).add(name, payload, { ...DEFAULTS, ...options });
+    await this.queue(JOB_QUEUE[name]).add(name, payload, { ...jobOptions(name), ...options });
   }
 
   /**

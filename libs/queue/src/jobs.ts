@@ -1,6 +1,7 @@
 /**
- * Every queue and job of the system, and the payload each job carries. Payloads carry ids, never state:
- * a job reads the current rows when it runs, so a retry or a late run acts on the truth.
+ * Every queue and job of the system, the payload each job carries, and how each is retried and repeated.
+ * Payloads carry ids, never state: a job reads the current rows when it runs, so a retry or a late run acts
+ * on the truth.
  */
 export const QUEUES = {
   workspaces: 'workspaces',
@@ -13,23 +14,61 @@ export type DestroyReason = 'requested' | 'user_deleted' | 'expired' | 'failed' 
 export interface JobPayloads {
   'workspace.provision': { workspaceId: string };
   'workspace.destroy': { workspaceId: string; reason: DestroyReason };
+  /** Hands the workspace_events outbox to its subscribers; the rows say what is undelivered, so no payload. */
+  'workspace-events.relay': Record<string, never>;
   /** Fills, trims and expires staging pools: one config's, or every config's when no id is given (the schedule). */
   'staging.reconcile': { stagingConfigId?: string };
   'maintenance.purge-expired-credentials': Record<string, never>;
   'maintenance.reap-expired-workspaces': Record<string, never>;
   'maintenance.reconcile-containers': Record<string, never>;
+  'maintenance.prune-workspace-events': Record<string, never>;
 }
 export type JobName = keyof JobPayloads;
 
-/** Which queue each job runs on. */
-export const JOB_QUEUE: { [J in JobName]: QueueName } = {
-  'workspace.provision': QUEUES.workspaces,
-  'workspace.destroy': QUEUES.workspaces,
-  'staging.reconcile': QUEUES.maintenance,
-  'maintenance.purge-expired-credentials': QUEUES.maintenance,
-  'maintenance.reap-expired-workspaces': QUEUES.maintenance,
-  'maintenance.reconcile-containers': QUEUES.maintenance,
+export interface JobPolicy {
+  queue: QueueName;
+  /** Runs of one job before it fails for good (a PermanentFailure ends it at once). */
+  attempts: number;
+  /** Exponential backoff between attempts, from this delay. */
+  backoffMs: number;
+  /** Repeated this often, scheduled idempotently at every worker boot (one schedule per job, whatever the replica count). */
+  everyMs?: number;
+}
+
+/**
+ * The one table of retry, backoff and repeat schedules. Repeated jobs run once per attempt: the next
+ * repetition is their retry (each reads the rows afresh).
+ */
+export const JOBS: { [J in JobName]: JobPolicy } = {
+  'workspace.provision': { queue: QUEUES.workspaces, attempts: 8, backoffMs: 500 },
+  'workspace.destroy': { queue: QUEUES.workspaces, attempts: 8, backoffMs: 500 },
+  // Backstop only: a committed event also wakes the relay at once through a PostgreSQL notice.
+  'workspace-events.relay': { queue: QUEUES.workspaces, attempts: 1, backoffMs: 500, everyMs: 5_000 },
+  // Asked after each config change and assignment; the schedule catches expiry and lost asks.
+  'staging.reconcile': { queue: QUEUES.maintenance, attempts: 3, backoffMs: 1000, everyMs: 15_000 },
+  'maintenance.purge-expired-credentials': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 5 * 60_000 },
+  'maintenance.reap-expired-workspaces': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 30_000 },
+  'maintenance.reconcile-containers': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 60_000 },
+  'maintenance.prune-workspace-events': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 60 * 60_000 },
 };
+
+/** Which queue each job runs on. */
+export const JOB_QUEUE = Object.fromEntries(Object.entries(JOBS).map(([name, policy]) => [name, policy.queue])) as { [J in JobName]: QueueName };
+
+/** Jobs with a repeat schedule. */
+export const SCHEDULED_JOBS = (Object.keys(JOBS) as JobName[]).filter((name) => JOBS[name].everyMs !== undefined);
+
+/** What BullMQ keeps of finished jobs: enough to see recent history, bounded. */
+export const JOB_RETENTION = {
+  removeOnComplete: { age: 3600, count: 1000 },
+  removeOnFail: { age: 7 * 24 * 3600 },
+};
+
+/** BullMQ options of one run of `name`, from its policy. */
+export function jobOptions(name: JobName) {
+  const { attempts, backoffMs } = JOBS[name];
+  return { attempts, backoff: { type: 'exponential', delay: backoffMs }, ...JOB_RETENTION };
+}
 
 /**
  * How often one job may lose its worker (killed mid-job) before its next run gives up cleanly instead of

@@ -5,7 +5,7 @@ import { Job, UnrecoverableError, WaitingError, Worker } from 'bullmq';
 import { AppConfig } from '@ws/common';
 import { JOB_HANDLER_KEY } from './job-handler.decorator';
 import { JobProducer } from './job-producer';
-import { JOB_QUEUE, JobName, JobPayloads, MAX_JOB_STALLS, QueueName, QUEUES } from './jobs';
+import { JOB_QUEUE, jobOptions, JobName, JobPayloads, JOBS, MAX_JOB_STALLS, QueueName, QUEUES, SCHEDULED_JOBS } from './jobs';
 import { PermanentFailure } from './permanent-failure';
 import { RedisConnections } from './redis-connections';
 
@@ -22,13 +22,6 @@ interface RunningJob {
 /** After the grace: how long handing one job back, and then closing the workers, may take. */
 const HAND_BACK_TIMEOUT_MS = 2000;
 const CLOSE_AFTER_HAND_BACK_MS = 3000;
-
-/** Repeating maintenance, scheduled idempotently at every boot (one schedule per id, whatever the replica count). */
-const SCHEDULES: Array<{ job: JobName; everyMs: number }> = [
-  { job: 'maintenance.purge-expired-credentials', everyMs: 5 * 60_000 },
-  { job: 'maintenance.reap-expired-workspaces', everyMs: 30_000 },
-  { job: 'maintenance.reconcile-containers', everyMs: 60_000 },
-];
 
 /**
  * Runs every @JobHandler of the application on BullMQ. Refuses to boot when a job of JobPayloads has
@@ -56,8 +49,9 @@ export class QueueWorkers implements OnApplicationBootstrap, OnModuleDestroy {
     const missing = (Object.keys(JOB_QUEUE) as JobName[]).filter((name) => !this.handlers.has(name));
     if (missing.length) throw new Error(`No handler for jobs: ${missing.join(', ')}`);
     for (const queue of Object.values(QUEUES)) this.workers.push(this.startWorker(queue));
-    for (const { job, everyMs } of SCHEDULES) {
-      await this.producer.queue(JOB_QUEUE[job]).upsertJobScheduler(job, { every: everyMs }, { name: job, data: {} });
+    // Repeat schedules of the JOBS table, upserted idempotently at every boot (one schedule per job id).
+    for (const job of SCHEDULED_JOBS) {
+      await this.producer.queue(JOB_QUEUE[job]).upsertJobScheduler(job, { every: JOBS[job].everyMs }, { name: job, data: {}, opts: jobOptions(job) });
     }
     this.logger.log(`running ${this.handlers.size} job handlers on queues ${Object.values(QUEUES).join(', ')}`);
   }

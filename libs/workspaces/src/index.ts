@@ -3,6 +3,8 @@ export * from './workspace.mappers';
 export * from './workspaces.service';
 export * from './workspace-runtime.service';
 export * from './workspace-teardown.service';
+export * from './workspace-lifecycle.service';
+export * from './events';
 export * from './user-deletion.service';
 export * from './placement';
 export * from './staged-claim';

@@ -8,6 +8,7 @@ import { AppConfig } from '@ws/common';
 import { jobId, JobProducer, PermanentFailure } from '@ws/queue';
 import { Server } from '@ws/servers/server.entity';
 import { LIVE_STATUSES, Workspace } from './workspace.entity';
+import { WorkspaceLifecycle } from './workspace-lifecycle.service';
 import { WorkspaceTeardown } from './workspace-teardown.service';
 
 const RFB_TIMEOUT_MS = 60_000;
@@ -21,7 +22,8 @@ const STUCK_AFTER_MS = 30_000;
 
 /**
  * The worker's side of the lifecycle. Every step is safe to repeat: the container name is derived from
- * the workspace id (a retried create adopts it), and row updates are conditional on the expected status.
+ * the workspace id (a retried create adopts it), and state changes go through WorkspaceLifecycle, which
+ * applies them only from the expected status.
  */
 @Injectable()
 export class WorkspaceRuntime {
@@ -32,6 +34,7 @@ export class WorkspaceRuntime {
     @InjectRepository(Server) private readonly servers: Repository<Server>,
     private readonly hosts: DockerHosts,
     private readonly teardown: WorkspaceTeardown,
+    private readonly lifecycle: WorkspaceLifecycle,
     private readonly jobs: JobProducer,
     private readonly config: AppConfig,
   ) {}
@@ -57,7 +60,7 @@ export class WorkspaceRuntime {
         await this.progress(workspace, 20, 'Creating the container');
         if (spec.network === WORKSPACE_NETWORK.name) await ensureWorkspaceNetwork(host); // isolated bridge, see docs/decisions.md
         const { containerId } = await host.createWorkspaceContainer(spec);
-        await this.workspaces.update({ id: workspace.id, status: 'starting' }, { containerId, operationalProgress: 40, operationalMessage: 'Starting the container' });
+        await this.lifecycle.progress(workspace.id, 40, 'Starting the container', { containerId });
         attempt.signal?.throwIfAborted();
         await host.start(containerId);
         state = await host.inspect(containerId, spec.ports);
@@ -65,14 +68,11 @@ export class WorkspaceRuntime {
       const containerId = state.id;
       const vncPort = state.hostPorts.vnc;
       if (!vncPort) throw new PermanentFailure(`The image ${image.name} publishes no vnc port`);
-      await this.workspaces.update({ id: workspace.id, status: 'starting' }, { containerId, operationalProgress: 60, operationalMessage: 'Waiting for the desktop' });
+      await this.lifecycle.progress(workspace.id, 60, 'Waiting for the desktop', { containerId });
       await host.waitForRfb(server.publishHost, vncPort, { timeoutMs: RFB_TIMEOUT_MS, signal: attempt.signal });
       attempt.signal?.throwIfAborted();
-      const done = await this.workspaces.update(
-        { id: workspace.id, status: 'starting' },
-        { status: 'running', containerId, containerIp: state.ip, hostPorts: state.hostPorts, operationalProgress: 100, operationalMessage: 'Running' },
-      );
-      if (!done.affected) await host.remove(containerId); // destroyed while starting: leave nothing behind
+      const done = await this.lifecycle.running(workspace.id, { containerId, containerIp: state.ip, hostPorts: state.hostPorts });
+      if (!done) await host.remove(containerId); // destroyed while starting: leave nothing behind
     } catch (err) {
       if (attempt.signal?.aborted) throw err; // handed back: the next run decides, not this one
       const permanent = err instanceof PermanentFailure || !isTransientDockerError(err);
@@ -116,10 +116,7 @@ export class WorkspaceRuntime {
       if (workspace.containerId) await host.remove(workspace.containerId);
       await host.remove(containerNameFor(workspace.id));
     }
-    await this.workspaces.update(
-      { id: workspace.id },
-      { status: 'deleted', destroyedAt: new Date(), operationalProgress: 100, operationalMessage: 'Removed' },
-    );
+    await this.lifecycle.destroyed(workspace.id);
   }
 
   /** Destroys expired workspaces and re-enqueues work whose job was lost. */
@@ -159,18 +156,17 @@ export class WorkspaceRuntime {
       }
       const present = new Set(ids);
       for (const w of runningBefore.filter((r) => !present.has(r.id))) {
-        const result = await this.workspaces.update({ id: w.id, status: 'running' }, { status: 'failed', operationalMessage: 'The workspace container vanished from its server' });
-        vanished += result.affected ?? 0;
+        if (await this.lifecycle.fail(w.id, 'running', 'The workspace container vanished from its server')) vanished++;
       }
     }
     return { removed, vanished };
   }
 
   private async progress(workspace: Workspace, percent: number, message: string): Promise<void> {
-    await this.workspaces.update({ id: workspace.id, status: 'starting' }, { operationalProgress: percent, operationalMessage: message });
+    await this.lifecycle.progress(workspace.id, percent, message);
   }
 
   private async fail(workspace: Workspace, message: string): Promise<void> {
-    await this.workspaces.update({ id: workspace.id, status: 'starting' }, { status: 'failed', operationalMessage: `Could not start the workspace: ${message}` });
+    await this.lifecycle.fail(workspace.id, 'starting', `Could not start the workspace: ${message}`);
   }
 }

@@ -1,10 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { In, Repository } from 'typeorm';
 import { DestroyReason, jobId, JobProducer } from '@ws/queue';
-import { Workspace, WorkspaceStatus } from './workspace.entity';
-
-const DESTROYABLE: WorkspaceStatus[] = ['starting', 'running', 'failed', 'stopping'];
+import { WorkspaceLifecycle } from './workspace-lifecycle.service';
 
 /**
  * Marks a workspace `stopping` and hands its removal to the worker. The row change comes first: if the
@@ -13,15 +9,12 @@ const DESTROYABLE: WorkspaceStatus[] = ['starting', 'running', 'failed', 'stoppi
 @Injectable()
 export class WorkspaceTeardown {
   constructor(
-    @InjectRepository(Workspace) private readonly workspaces: Repository<Workspace>,
+    private readonly lifecycle: WorkspaceLifecycle,
     private readonly jobs: JobProducer,
   ) {}
 
   async destroy(workspaceId: string, reason: DestroyReason): Promise<void> {
-    await this.workspaces.update(
-      { id: workspaceId, status: In(DESTROYABLE) },
-      { status: 'stopping', destroyReason: reason, operationalMessage: 'Removing the workspace', operationalProgress: 0 },
-    );
+    await this.lifecycle.stop(workspaceId, reason);
     await this.jobs.enqueue('workspace.destroy', { workspaceId, reason }, { jobId: jobId.destroy(workspaceId) });
   }
 }

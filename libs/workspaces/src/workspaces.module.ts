@@ -8,6 +8,7 @@ import { UsersModule } from '@ws/users/users.module';
 import { Zone } from '@ws/zones/zone.entity';
 import { UserDeletion } from './user-deletion.service';
 import { Workspace } from './workspace.entity';
+import { WorkspaceLifecycle } from './workspace-lifecycle.service';
 import { WorkspaceRuntime } from './workspace-runtime.service';
 import { WorkspaceTeardown } from './workspace-teardown.service';
 import { WorkspacesService } from './workspaces.service';
@@ -17,7 +18,7 @@ import { StagedClaimSlot } from './staged-claim';
 
 @Module({
   imports: [TypeOrmModule.forFeature([Workspace, Server, Zone, SessionToken]), UsersModule, ImagesModule, AgentModule],
-  providers: [StagedClaimSlot, WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService],
-  exports: [StagedClaimSlot, WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, UsersModule, ImagesModule, AgentModule],
+  providers: [WorkspaceLifecycle, StagedClaimSlot, WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService],
+  exports: [WorkspaceLifecycle, StagedClaimSlot, WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, UsersModule, ImagesModule, AgentModule],
 })
 export class WorkspacesModule {}

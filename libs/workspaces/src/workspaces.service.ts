@@ -23,6 +23,7 @@ import { StagedClaimSlot } from './staged-claim';
 import { findAllLive, findLiveWorkspace } from './workspace-lookup';
 import { Workspace } from './workspace.entity';
 import { connectPath, joinPath, operationalStatus, toWorkspaceListItem, toWorkspaceResponse } from './workspace.mappers';
+import { WorkspaceLifecycle } from './workspace-lifecycle.service';
 import { WorkspaceTeardown } from './workspace-teardown.service';
 
 const now = () => new Date();
@@ -41,6 +42,7 @@ export class WorkspacesService {
     private readonly settings: SettingsService,
     private readonly teardown: WorkspaceTeardown,
     private readonly stagedClaim: StagedClaimSlot,
+    private readonly lifecycle: WorkspaceLifecycle,
     private readonly jobs: JobProducer,
     private readonly hosts: DockerHosts,
     private readonly config: AppConfig,
@@ -72,14 +74,14 @@ export class WorkspacesService {
     try {
       workspace = await this.db.transaction(async (tx) => {
         const server = await reserveServer(tx, image);
-        return tx.save(Workspace, tx.create(Workspace, {
-          id: workspaceId, userId: user.id, imageId: image.id, serverId: server.id, status: 'starting', operationalMessage: 'Waiting for a worker', operationalProgress: 0,
+        return this.lifecycle.record(tx, {
+          id: workspaceId, userId: user.id, imageId: image.id, serverId: server.id, operationalMessage: 'Waiting for a worker', operationalProgress: 0,
           containerId: null, containerIp: null, hostPorts: {}, cores: image.cores, memory: image.memory, token: randomSecret(32), viewOnlyToken: randomSecret(32),
           shareId: randomSecret(16), sharingEnabled: body.enable_sharing ?? false, environment: body.environment ?? {}, sessionTokenId: issued.token.id,
           launchOptions: { clientLanguage: body.client_language, clientTimezone: body.client_timezone, workspaceUrl: body.workspace_url },
           persistentProfileMode: profile, isPersistentProfile: profile !== null && profile !== 'Disabled',
           startDate: start, keepaliveDate: start, expirationDate: addSeconds(start, settings.keepaliveExpiration), destroyedAt: null, destroyReason: null,
-        }));
+        });
       });
     } catch (err) {
       // No workspace came of it: the token goes, and so does a user made only for this request.
@@ -256,7 +258,7 @@ export class WorkspacesService {
     }
     if (running) return workspace;
     const message = `The workspace container stopped (${detail})`;
-    await this.workspaces.update({ id: workspace.id, status: 'running' }, { status: 'failed', operationalMessage: message });
+    await this.lifecycle.fail(workspace.id, 'running', message);
     return { ...workspace, status: 'failed', operationalMessage: message };
   }
 

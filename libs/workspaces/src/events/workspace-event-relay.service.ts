@@ -1,0 +1,203 @@
+import { hostname } from 'node:os';
+import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, QueryRunner } from 'typeorm';
+import { PgNotifications } from '@ws/database/pg-notifications';
+import { retryDelayMs, WORKSPACE_EVENT_SUBSCRIBER_KEY, WorkspaceEventHandler, WorkspaceEventSubscriberOptions } from './workspace-event-subscriber';
+import type { WorkspaceEventMessage, WorkspaceEventType } from './workspace-event-types';
+import type { WorkspaceStatus } from '../workspace.entity';
+
+/** The channel a trigger on workspace_events notifies at each commit that added events (see the migration). */
+export const WORKSPACE_EVENT_CHANNEL = 'workspace_event';
+/** Bound of one relay run per subscriber; the next notice or the repeat schedule continues. */
+const MAX_EVENTS_PER_RUN = 500;
+const DEFAULT_ATTEMPTS = 10;
+const DEFAULT_BACKOFF_MS = 1000;
+/** Events and delivery records older than this are pruned. */
+export const WORKSPACE_EVENT_RETENTION_DAYS = 7;
+
+interface Subscriber extends Required<WorkspaceEventSubscriberOptions> {
+  handle: WorkspaceEventHandler;
+}
+
+interface EventRow {
+  id: string;
+  workspace_id: string;
+  type: WorkspaceEventType;
+  payload: Record<string, unknown>;
+  created_at: Date;
+}
+
+type Step = 'delivered' | 'idle' | 'busy' | 'failed';
+
+/**
+ * Hands the workspace_events outbox to every @OnWorkspaceEvent subscriber of the worker, in id order (which
+ * is commit order, so also per workspace), at least once. The position of each subscriber lives in
+ * PostgreSQL (workspace_event_cursors): a killed worker or a lost Redis loses nothing, the next run starts
+ * where the last commit left. One event is delivered per transaction, holding the subscriber's cursor row
+ * (FOR UPDATE SKIP LOCKED): two workers never deliver to one subscriber at once, so never out of order.
+ *
+ * Woken at once by a PostgreSQL notice after each commit that added events, and by the repeat schedule of
+ * the `workspace-events.relay` job (the backstop when a notice is lost).
+ */
+@Injectable()
+export class WorkspaceEventRelay implements OnApplicationBootstrap {
+  private readonly logger = new Logger(WorkspaceEventRelay.name);
+  private readonly subscribers: Subscriber[] = [];
+  private readonly me = `${hostname()}:${process.pid}`;
+  private running: Promise<void> | null = null;
+  private again = false;
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+    private readonly reflector: Reflector,
+    private readonly notifications: PgNotifications,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    this.collectSubscribers();
+    // A new subscriber starts at the end of the outbox: it sees what happens from its first deployment on.
+    for (const { name } of this.subscribers) {
+      await this.db.query(
+        `INSERT INTO workspace_event_cursors (subscriber, last_event_id) SELECT $1, COALESCE(MAX(id), 0) FROM workspace_events ON CONFLICT (subscriber) DO NOTHING`,
+        [name],
+      );
+    }
+    await this.notifications.subscribe(WORKSPACE_EVENT_CHANNEL, () => void this.wake());
+    // Notices sent while the LISTEN connection was down are lost: catch up once it is back.
+    this.notifications.onReset(() => void this.wake());
+    void this.wake();
+  }
+
+  get subscriberNames(): string[] {
+    return this.subscribers.map((s) => s.name);
+  }
+
+  /** Relays now; a wake during a run makes one more run after it (coalesced, never concurrent in one process). */
+  wake(): Promise<void> {
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = (async () => {
+      try {
+        do {
+          this.again = false;
+          await this.relayAll();
+        } while (this.again);
+      } catch (err) {
+        this.logger.warn(`relay: ${(err as Error).message}`);
+      } finally {
+        this.running = null;
+      }
+    })();
+    return this.running;
+  }
+
+  /** One pass over every subscriber, each up to MAX_EVENTS_PER_RUN events. */
+  async relayAll(): Promise<void> {
+    for (const subscriber of this.subscribers) {
+      for (let n = 0; n < MAX_EVENTS_PER_RUN; n++) {
+        if ((await this.deliverNext(subscriber)) !== 'delivered') break;
+      }
+    }
+  }
+
+  /** Deletes events and delivery records past the retention. */
+  async prune(): Promise<{ events: number; deliveries: number }> {
+    const interval = `${WORKSPACE_EVENT_RETENTION_DAYS} days`;
+    const [, deliveries] = (await this.db.query(`DELETE FROM workspace_event_deliveries WHERE delivered_at < now() - $1::interval`, [interval])) as [unknown, number];
+    const [, events] = (await this.db.query(`DELETE FROM workspace_events WHERE created_at < now() - $1::interval`, [interval])) as [unknown, number];
+    return { events, deliveries };
+  }
+
+  /** The next undelivered event of one subscriber, in a transaction holding its cursor. */
+  private async deliverNext(subscriber: Subscriber): Promise<Step> {
+    const runner = this.db.createQueryRunner();
+    await runner.connect();
+    try {
+      await runner.startTransaction();
+      const step = await this.deliverIn(runner, subscriber);
+      await runner.commitTransaction();
+      return step;
+    } catch (err) {
+      if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+      throw err;
+    } finally {
+      await runner.release();
+    }
+  }
+
+  private async deliverIn(runner: QueryRunner, subscriber: Subscriber): Promise<Step> {
+    const [cursor] = (await runner.query(
+      `SELECT last_event_id, attempts, retry_after > now() AS waiting FROM workspace_event_cursors WHERE subscriber = $1 FOR UPDATE SKIP LOCKED`,
+      [subscriber.name],
+    )) as Array<{ last_event_id: string; attempts: number; waiting: boolean | null }>;
+    if (!cursor) return 'busy'; // another worker is delivering to it
+    if (cursor.waiting) return 'idle';
+    const [row] = (await runner.query(
+      `SELECT id, workspace_id, type, payload, created_at FROM workspace_events WHERE id > $1 AND type = ANY($2) ORDER BY id LIMIT 1`,
+      [cursor.last_event_id, subscriber.types],
+    )) as EventRow[];
+    if (!row) return 'idle';
+    await runner.query('SAVEPOINT delivery');
+    try {
+      await subscriber.handle(toMessage(row), runner.manager);
+    } catch (err) {
+      await runner.query('ROLLBACK TO SAVEPOINT delivery');
+      const attempts = cursor.attempts + 1;
+      const message = (err as Error).message;
+      if (attempts < subscriber.attempts) {
+        this.logger.warn(`subscriber ${subscriber.name}: event ${row.id} (${row.type}) failed (attempt ${attempts} of ${subscriber.attempts}): ${message}`);
+        await runner.query(
+          `UPDATE workspace_event_cursors SET attempts = $2, retry_after = now() + $3::interval, last_error = $4, updated_at = now() WHERE subscriber = $1`,
+          [subscriber.name, attempts, `${retryDelayMs(subscriber.backoffMs, attempts)} milliseconds`, message],
+        );
+        return 'failed';
+      }
+      this.logger.error(`subscriber ${subscriber.name}: gave up on event ${row.id} (${row.type}) after ${attempts} attempts: ${message}`);
+      await this.advance(runner, subscriber, row, true, message);
+      return 'delivered';
+    }
+    await this.advance(runner, subscriber, row, false, null);
+    return 'delivered';
+  }
+
+  private async advance(runner: QueryRunner, subscriber: Subscriber, row: EventRow, failed: boolean, error: string | null): Promise<void> {
+    await runner.query(
+      `UPDATE workspace_event_cursors SET last_event_id = $2, attempts = 0, retry_after = NULL, last_error = $3, updated_at = now() WHERE subscriber = $1`,
+      [subscriber.name, row.id, error],
+    );
+    await runner.query(
+      `INSERT INTO workspace_event_deliveries (subscriber, event_id, workspace_id, failed, delivered_by) VALUES ($1, $2, $3, $4, $5)`,
+      [subscriber.name, row.id, row.workspace_id, failed, this.me],
+    );
+  }
+
+  private collectSubscribers(): void {
+    for (const wrapper of this.discovery.getProviders()) {
+      const instance = wrapper.instance as Record<string, unknown> | undefined;
+      if (!instance || typeof instance !== 'object') continue;
+      const prototype = Object.getPrototypeOf(instance) as object;
+      for (const method of this.scanner.getAllMethodNames(prototype)) {
+        const options = this.reflector.get<WorkspaceEventSubscriberOptions | undefined>(WORKSPACE_EVENT_SUBSCRIBER_KEY, (instance[method] as () => unknown) ?? {});
+        if (!options) continue;
+        if (this.subscribers.some((s) => s.name === options.name)) throw new Error(`Two workspace event subscribers named ${options.name}`);
+        this.subscribers.push({
+          attempts: DEFAULT_ATTEMPTS, backoffMs: DEFAULT_BACKOFF_MS, ...options,
+          handle: (instance[method] as WorkspaceEventHandler).bind(instance),
+        });
+      }
+    }
+    this.logger.log(`workspace event subscribers: ${this.subscriberNames.join(', ') || 'none'}`);
+  }
+}
+
+function toMessage(row: EventRow): WorkspaceEventMessage {
+  return {
+    id: String(row.id), workspaceId: row.workspace_id, type: row.type, status: row.payload.status as WorkspaceStatus, payload: row.payload, createdAt: row.created_at,
+  };
+}

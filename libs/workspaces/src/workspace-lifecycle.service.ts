@@ -1,0 +1,114 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager } from 'typeorm';
+import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
+import type { DestroyReason } from '@ws/queue';
+import { appendWorkspaceEvents, PendingEvent } from './events/outbox';
+import { LIVE_STATUSES, Workspace, WorkspaceStatus } from './workspace.entity';
+
+/** A stopping workspace stays as it is (its first reason stands, no second event). */
+const DESTROYABLE: WorkspaceStatus[] = ['starting', 'running', 'failed'];
+
+/** One state change: applied only while the workspace is in one of `from` (and unowned when `unowned`). */
+interface Transition {
+  workspaceId: string;
+  from: WorkspaceStatus[];
+  to: WorkspaceStatus;
+  set?: QueryDeepPartialEntity<Workspace>;
+  /** Only a workspace with no user (a staged one). */
+  unowned?: boolean;
+  events: PendingEvent[];
+}
+
+/** The fields of a new workspace row (those with a column default may be left out); its status is always `starting`. */
+export type NewWorkspace = Partial<Omit<Workspace, 'status' | 'createdAt' | 'updatedAt' | 'image' | 'server' | 'user'>> &
+  Pick<Workspace, 'id' | 'userId' | 'imageId' | 'serverId' | 'cores' | 'memory' | 'token' | 'viewOnlyToken' | 'shareId' | 'startDate' | 'keepaliveDate' | 'expirationDate'>;
+
+/**
+ * The one owner of workspace state. Every status change is a conditional update (`WHERE status IN (…)`)
+ * and, in the same transaction, a row in the workspace_events outbox; the worker's relay hands the outbox
+ * to subscribers (WorkspaceEventRelay). A change whose condition does not hold changes nothing, records
+ * no event and answers false: the workspace moved on meanwhile (destroyed while starting, …).
+ *
+ * Methods take an optional EntityManager to join a caller's transaction (placement, a staging claim); the
+ * event rows are then written last in that transaction, which must commit soon after (see outbox.ts).
+ */
+@Injectable()
+export class WorkspaceLifecycle {
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  /** A new workspace (`starting`) and its `requested` event, inside the caller's transaction (placement reserved the server in it). */
+  async record(tx: EntityManager, fields: NewWorkspace): Promise<Workspace> {
+    const workspace = await tx.save(Workspace, tx.create(Workspace, { ...fields, status: 'starting' }));
+    await appendWorkspaceEvents(tx, workspace.id, [
+      { type: 'requested', payload: { status: 'starting', userId: workspace.userId, imageId: workspace.imageId, serverId: workspace.serverId } },
+    ]);
+    return workspace;
+  }
+
+  /** starting → running, once its container answers. */
+  running(workspaceId: string, container: { containerId: string; containerIp: string | null; hostPorts: Record<string, number> }): Promise<boolean> {
+    return this.apply({
+      workspaceId, from: ['starting'], to: 'running',
+      set: { ...container, operationalProgress: 100, operationalMessage: 'Running' },
+      events: [{ type: 'running', payload: { status: 'running', containerId: container.containerId } }],
+    });
+  }
+
+  /** starting|running → failed, with the reason as the operational message. */
+  fail(workspaceId: string, from: 'starting' | 'running', message: string): Promise<boolean> {
+    return this.apply({
+      workspaceId, from: [from], to: 'failed', set: { operationalMessage: message },
+      events: [{ type: 'failed', payload: { status: 'failed', from, message } }],
+    });
+  }
+
+  /**
+   * A staged workspace (running, no user) handed to a user: `set` carries the owner and what comes with them
+   * (userId, sessionTokenId, keepalive and expiration dates, sharing). False when another claim took it first.
+   */
+  assign(workspaceId: string, set: QueryDeepPartialEntity<Workspace> & { userId: string }, tx?: EntityManager): Promise<boolean> {
+    return this.apply(
+      { workspaceId, from: ['running'], to: 'running', unowned: true, set, events: [{ type: 'assigned', payload: { status: 'running', userId: set.userId } }] },
+      tx,
+    );
+  }
+
+  /** → stopping (removal begins; the caller enqueues the destroy job). An expiry records `expired` first. */
+  stop(workspaceId: string, reason: DestroyReason): Promise<boolean> {
+    const stopping: PendingEvent = { type: 'stopping', payload: { status: 'stopping', reason } };
+    return this.apply({
+      workspaceId, from: DESTROYABLE, to: 'stopping',
+      set: { destroyReason: reason, operationalMessage: 'Removing the workspace', operationalProgress: 0 },
+      events: reason === 'expired' ? [{ type: 'expired', payload: { status: 'stopping' } }, stopping] : [stopping],
+    });
+  }
+
+  /** → deleted, once its container is gone; the row stays as history. */
+  destroyed(workspaceId: string): Promise<boolean> {
+    return this.apply({
+      workspaceId, from: LIVE_STATUSES, to: 'deleted',
+      set: { destroyedAt: new Date(), operationalProgress: 100, operationalMessage: 'Removed' },
+      events: [{ type: 'destroyed', payload: { status: 'deleted' } }],
+    });
+  }
+
+  /** Progress of a starting workspace (no state change, no event); `set` may record what the provision made so far. */
+  async progress(workspaceId: string, percent: number, message: string, set: QueryDeepPartialEntity<Workspace> = {}): Promise<void> {
+    await this.db.getRepository(Workspace).update({ id: workspaceId, status: 'starting' }, { ...set, operationalProgress: percent, operationalMessage: message });
+  }
+
+  private apply(transition: Transition, tx?: EntityManager): Promise<boolean> {
+    return tx ? this.applyIn(tx, transition) : this.db.transaction((m) => this.applyIn(m, transition));
+  }
+
+  private async applyIn(tx: EntityManager, { workspaceId, from, to, set, unowned, events }: Transition): Promise<boolean> {
+    const update = tx.createQueryBuilder().update(Workspace).set({ ...set, status: to })
+      .where('id = :workspaceId', { workspaceId }).andWhere('status IN (:...from)', { from });
+    if (unowned) update.andWhere('user_id IS NULL');
+    const result = await update.execute();
+    if (!result.affected) return false;
+    await appendWorkspaceEvents(tx, workspaceId, events);
+    return true;
+  }
+}
