@@ -184,6 +184,10 @@ describe('worker faults: killed and stopped workers', () => {
       expect(job?.processedBy).toContain(`:${staying.pid}`);
     }
     expect(await containerProblems(ids)).toEqual([]);
+    // Leave nothing running for the next test, whose container check sees this deployment's containers.
+    for (const id of ids) await api.call('destroy_workspace', admin, { workspace_id: id.replace(/-/g, '') });
+    await waitFor('all destroyed', async () => ((await rows(ids)).every((r) => r.status === 'deleted') ? true : undefined), 120_000, 200);
+    expect(await containerProblems(ids)).toEqual([]);
     await staying.kill('SIGTERM', 60_000);
   }, 600_000);
 

@@ -35,7 +35,8 @@ describe('workspace isolation', () => {
     admin = await api.key(['Global Admin']);
     userId = (await api.call('create_user', admin, { target_user: { username: `iso-${randomSecret(4)}` } })).body.user.user_id;
     // A host service listening on every address, as a careless one would: workspaces must still not reach it.
-    listener = createServer((socket) => socket.end('host-service\n'));
+    // A probe hangs up at once, so the reply may meet a reset: that is the prober's business, not an error here.
+    listener = createServer((socket) => socket.on('error', () => undefined).end('host-service\n'));
     await new Promise<void>((resolve, reject) => listener.once('error', reject).listen(0, '0.0.0.0', () => resolve()));
     listenerPort = (listener.address() as { port: number }).port;
   }, 180_000);
