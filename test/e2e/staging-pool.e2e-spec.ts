@@ -1,3 +1,4 @@
+import type { ExecResult } from '@ws/agent';
 import { DataSource } from 'typeorm';
 import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
@@ -97,6 +98,32 @@ describe('staging pools on a real Docker engine', () => {
 
     await deleteConfig(configId);
     await destroyAll([{ workspaceId: res.body.workspace_id, userId: userIds[0] }, { workspaceId: fresh.body.workspace_id, userId: userIds[1] }]);
+    await waitFor('pool removed', async () => ((await pool(configId)).all.length === 0 ? true : undefined), 180_000, 250);
+  }, 900_000);
+
+  it('runs the image go command at assignment, with the request workspace_url as WORKSPACE_URL on a browser image', async () => {
+    const browser = await api.app.get(ImagesService).upsert({
+      name: desktopImage(), friendlyName: 'Staged browser', cores: 0.25, memory: 384 * 1024 ** 2, xRes: 800, yRes: 600, portMap: { vnc: '5900/tcp' },
+      isBrowser: true, execConfig: { go: { cmd: 'printf %s "$WORKSPACE_URL" > /tmp/go-url' } },
+    });
+    const res0 = await api.call('create_staging_config', admin, { target_staging_config: { zone_id: zoneId, image_id: wire(browser.id), num_sessions: 1, expiration: 1 } });
+    const configId = res0.body.staging_config.staging_config_id as string;
+    const [staged] = await filled(configId, 1);
+    const [{ container_id: containerId }] = await db.query('SELECT container_id FROM workspaces WHERE id = $1', [staged]);
+    // Nobody to hand it to yet: the go command has not run.
+    expect(((await localDocker().exec(containerId, { cmd: 'test -e /tmp/go-url && echo ran || echo not yet', wait: true, timeoutMs: 30_000 })) as ExecResult).stdout).toBe('not yet\n');
+
+    const url = 'http://127.0.0.1:9/start?from=staging';
+    const res = await api.call('request_workspace', key, { user_id: userIds[2], image_id: wire(browser.id), workspace_url: url });
+    expect(res.body).toMatchObject({ status: 'running', workspace_id: wire(staged) });
+    const written = await waitFor('the go command wrote WORKSPACE_URL', async () => {
+      const out = await api.call('exec_command_workspace', admin, { workspace_id: res.body.workspace_id, user_id: userIds[2], exec_config: { cmd: 'cat /tmp/go-url 2>/dev/null || true' }, wait: true });
+      return out.body.stdout ? out.body.stdout : undefined;
+    }, 60_000, 250);
+    expect(written).toBe(url);
+
+    await deleteConfig(configId);
+    await destroyAll([{ workspaceId: res.body.workspace_id, userId: userIds[2] }]);
     await waitFor('pool removed', async () => ((await pool(configId)).all.length === 0 ? true : undefined), 180_000, 250);
   }, 900_000);
 

@@ -7,7 +7,7 @@ import { Image } from '@ws/images/image.entity';
 import { JobProducer } from '@ws/queue';
 import { Server } from '@ws/servers/server.entity';
 import { SessionTokensService } from '@ws/users/session-tokens.service';
-import { StagedClaimInput, StagedClaimResult, StagedClaimSlot, WorkspaceTeardown } from '@ws/workspaces';
+import { LaunchCommands, StagedClaimInput, StagedClaimResult, StagedClaimSlot, WorkspaceTeardown } from '@ws/workspaces';
 import { Zone } from '@ws/zones/zone.entity';
 import type { NewStagingConfig, StagingConfigChanges } from './dto/staging.requests';
 import { canServeFromStaging, CLAIM_STAGED_SQL, claimParameters, COUNT_READY_SQL } from './staging-queries';
@@ -28,6 +28,7 @@ export class StagingService implements OnModuleInit {
     private readonly teardown: WorkspaceTeardown,
     private readonly jobs: JobProducer,
     private readonly claimSlot: StagedClaimSlot,
+    private readonly launchCommands: LaunchCommands,
   ) {}
 
   onModuleInit(): void {
@@ -93,6 +94,10 @@ export class StagingService implements OnModuleInit {
       const issued = await this.tokens.create(toWireId(user.id), { workspace_id: claimed.id });
       await this.db.query('UPDATE workspaces SET session_token_id = $1 WHERE id = $2', [issued.token.id, claimed.id]);
       void this.requestReconcile(claimed.staging_config_id);
+      // The image's go command, now that the desktop has its user; a browser image gets the request's page as
+      // WORKSPACE_URL here (its container started before the request). Not awaited: the answer is `running`
+      // already, and a failing command shows in operational_message.
+      void this.launchCommands.runGoCommand(claimed.id, image.isBrowser && request.workspace_url ? { WORKSPACE_URL: request.workspace_url } : {});
       return { workspaceId: claimed.id, shareId: claimed.share_id, jwt: issued.jwt };
     } catch (err) {
       // Assigned but no link could be made: it is the user's now, so it goes rather than back to the pool.

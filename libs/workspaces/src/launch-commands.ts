@@ -48,14 +48,14 @@ function failureText(which: Which, result: ExecResult | null, error: unknown): s
   return `the ${which} command failed (exit code ${r.exitCode})${output ? `: ${output}` : ''}`;
 }
 
-async function run(deps: LaunchCommandDeps, workspace: Workspace, which: Which): Promise<boolean> {
+async function run(deps: LaunchCommandDeps, workspace: Workspace, which: Which, extraEnvironment: Record<string, string> = {}): Promise<boolean> {
   const execConfig = workspace.image?.execConfig ?? {};
   const command = which === 'first_launch' ? execConfig.first_launch?.cmd : execConfig.go?.cmd;
   if (!command?.trim() || !workspace.server || !workspace.containerId) return true;
   const script = which === 'first_launch'
     ? `if ! mkdir ${FIRST_LAUNCH_MARKER} 2>/dev/null; then [ -d ${FIRST_LAUNCH_MARKER} ] && exit 0; echo "cannot create ${FIRST_LAUNCH_MARKER}" >&2; exit ${MARKER_FAILED}; fi; exec /bin/sh -c "$${COMMAND_VARIABLE}"`
     : `exec /bin/sh -c "$${COMMAND_VARIABLE}"`;
-  const environment = { ...(which === 'first_launch' ? execConfig.first_launch?.environment ?? {} : {}), [COMMAND_VARIABLE]: command };
+  const environment = { ...(which === 'first_launch' ? execConfig.first_launch?.environment ?? {} : {}), ...extraEnvironment, [COMMAND_VARIABLE]: command };
   let result: ExecResult | null = null;
   let error: unknown = null;
   try {
@@ -82,13 +82,17 @@ export async function runStartCommands(deps: LaunchCommandDeps, workspace: strin
   const loaded = await load(deps, workspace).catch(() => null);
   if (!loaded || !hasCommands(loaded)) return;
   // go after a failed first_launch would act on a half-prepared desktop and hide the first failure.
-  if ((await run(deps, loaded, 'first_launch')) && loaded.userId) await run(deps, loaded, 'go');
+  // A staged workspace runs go at its assignment (staging), even when a claim lands before this line.
+  if ((await run(deps, loaded, 'first_launch')) && loaded.userId && !loaded.stagingConfigId) await run(deps, loaded, 'go');
 }
 
-/** Each time the workspace is handed to its user (staging calls this at assignment). Never throws. */
-export async function runGoCommand(deps: LaunchCommandDeps, workspace: string | Workspace): Promise<void> {
+/**
+ * Each time the workspace is handed to its user (staging calls this at assignment, with the request's
+ * WORKSPACE_URL in `environment`: the container started before the request). Never throws.
+ */
+export async function runGoCommand(deps: LaunchCommandDeps, workspace: string | Workspace, environment: Record<string, string> = {}): Promise<void> {
   const loaded = await load(deps, workspace).catch(() => null);
-  if (loaded) await run(deps, loaded, 'go');
+  if (loaded) await run(deps, loaded, 'go', environment);
 }
 
 function hasCommands(workspace: Workspace): boolean {
@@ -109,7 +113,7 @@ export class LaunchCommands {
     return runStartCommands(this.deps, workspace);
   }
 
-  runGoCommand(workspace: string | Workspace): Promise<void> {
-    return runGoCommand(this.deps, workspace);
+  runGoCommand(workspace: string | Workspace, environment: Record<string, string> = {}): Promise<void> {
+    return runGoCommand(this.deps, workspace, environment);
   }
 }
