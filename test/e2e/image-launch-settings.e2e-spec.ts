@@ -158,4 +158,19 @@ describe('image launch settings and capacity', () => {
     for (const id of workspaces) expect((await api.call('destroy_workspace', key, { workspace_id: id })).status).toBe(200);
     await waitFor('all removed', async () => ((await api.containers()).length === 0 ? true : undefined), 120_000, 200);
   });
+
+  it('server update changes the overcommit placement uses, refusing factors outside (0, 64]', async () => {
+    await expect(cli('server', 'update', 'local', '--cpu-overcommit', '0')).rejects.toThrow('The cpu overcommit factor must be a number above 0 and at most 64');
+    await expect(cli('server', 'update', 'local', '--memory-overcommit', '65')).rejects.toThrow('The memory overcommit factor must be');
+    await expect(cli('server', 'update', 'local', '--cpu-allocation-method', 'Inherit')).rejects.toThrow("A server's cpu allocation method must be Quotas or Shares");
+    // 1 core × 1.5: room for one reference desktop (1 core), not two.
+    const updated = JSON.parse(await cli('server', 'update', 'local', '--cores', '1', '--cpu-overcommit', '1.5', '--json'));
+    expect(updated).toEqual(expect.objectContaining({ hostname: 'local', cores: 1, cpu_overcommit: 1.5, memory_overcommit: 1, cpu_allocation_method: 'Quotas' }));
+    const imageId = await imageIdOf('Desktop');
+    const first = await request(await newUser('only-one'), imageId);
+    const second = await api.call('request_workspace', key, { user_id: await newUser('one-too-many'), image_id: imageId });
+    expect({ status: second.status, message: second.body.error_message }).toEqual({ status: 503, message: expect.stringContaining('No resources') });
+    expect((await api.call('destroy_workspace', key, { workspace_id: first })).status).toBe(200);
+    await waitFor('removed', async () => ((await api.containers()).length === 0 ? true : undefined), 60_000, 200);
+  });
 });

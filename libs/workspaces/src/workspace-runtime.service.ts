@@ -10,6 +10,7 @@ import { Server } from '@ws/servers/server.entity';
 import { LIVE_STATUSES, Workspace } from './workspace.entity';
 import { WorkspaceLifecycle } from './workspace-lifecycle.service';
 import { WorkspaceTeardown } from './workspace-teardown.service';
+import { runStartCommands } from './launch-commands';
 
 const RFB_TIMEOUT_MS = 60_000;
 /**
@@ -73,6 +74,7 @@ export class WorkspaceRuntime {
       attempt.signal?.throwIfAborted();
       const done = await this.lifecycle.running(workspace.id, { containerId, containerIp: state.ip, hostPorts: state.hostPorts });
       if (!done) await host.remove(containerId); // destroyed while starting: leave nothing behind
+      else await runStartCommands({ hosts: this.hosts, workspaces: this.workspaces }, workspace); // image exec_config (launch-commands.ts); never throws
     } catch (err) {
       if (attempt.signal?.aborted) throw err; // handed back: the next run decides, not this one
       const permanent = err instanceof PermanentFailure || !isTransientDockerError(err);

@@ -15,10 +15,11 @@ import { WorkspacesService } from './workspaces.service';
 import { WorkspaceAccess } from './workspace-access.service';
 import { StreamStatsService } from './stream-stats.service';
 import { StagedClaimSlot } from './staged-claim';
+import { LaunchCommands } from './launch-commands';
 
 @Module({
   imports: [TypeOrmModule.forFeature([Workspace, Server, Zone, SessionToken]), UsersModule, ImagesModule, AgentModule],
-  providers: [WorkspaceLifecycle, StagedClaimSlot, WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService],
-  exports: [WorkspaceLifecycle, StagedClaimSlot, WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, UsersModule, ImagesModule, AgentModule],
+  providers: [WorkspaceLifecycle, StagedClaimSlot, WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands],
+  exports: [WorkspaceLifecycle, StagedClaimSlot, WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands, UsersModule, ImagesModule, AgentModule],
 })
 export class WorkspacesModule {}
