@@ -5,7 +5,8 @@
  * same run and interleaved: a bare `docker run` of the same image with the same limits, and a direct RFB client
  * that connects as soon as x11vnc answers and applies updates until the xterm is in its framebuffer.
  *
- * Launch variants are a list (`VARIANTS`): a later issue adds one (e.g. a staged workspace) beside `on demand`.
+ * Launch variants are a list (`VARIANTS`): `on demand` (a fresh container) and `staged` (a desktop of a staging
+ * pool claimed by the request; the pool is refilled outside the timed window).
  * Knobs: BENCH_FIRST_FRAME_ROUNDS (default 10).
  */
 import 'reflect-metadata';
@@ -21,7 +22,7 @@ import { RfbClient, RfbFrame } from '@ws/stream';
 import { ZonesService } from '@ws/zones';
 import { createApi } from '../apps/api/src/bootstrap';
 import { createWorker } from '../apps/worker/src/bootstrap';
-import { post } from './harness';
+import { post, until } from './harness';
 import { percentile, median, row } from './stats';
 
 const ROUNDS = Number(process.env.BENCH_FIRST_FRAME_ROUNDS ?? 10);
@@ -37,11 +38,16 @@ interface BenchContext {
   base: string;
   auth: { api_key: string; api_key_secret: string };
   imageId: string;
+  /** The same container image under a staging config (its own image row, so on-demand requests never claim it). */
+  stagedImageId: string;
+  stagingConfigId: string;
 }
 
 /** One way of handing a person a workspace: answers the link to open and how to clean up afterwards. */
 interface FirstFrameVariant {
   name: string;
+  /** Untimed, before the launch: e.g. wait until the staging pool has a desktop ready. */
+  prepare?(ctx: BenchContext): Promise<void>;
   launch(ctx: BenchContext, round: number): Promise<{ workspaceUrl: string; release(): Promise<void> }>;
 }
 
@@ -52,6 +58,24 @@ const VARIANTS: FirstFrameVariant[] = [
       const user = (await post(ctx.base, 'create_user', { ...ctx.auth, target_user: { username: `first-frame-${round}` } })).user as { user_id: string };
       const requested = await post(ctx.base, 'request_workspace', { ...ctx.auth, user_id: user.user_id, image_id: ctx.imageId });
       if (typeof requested.workspace_url !== 'string') throw new Error(`request_workspace: ${JSON.stringify(requested)}`);
+      return {
+        workspaceUrl: requested.workspace_url,
+        release: async () => void (await post(ctx.base, 'destroy_workspace', { ...ctx.auth, workspace_id: requested.workspace_id, user_id: user.user_id })),
+      };
+    },
+  },
+  {
+    name: 'staged',
+    async prepare(ctx) {
+      await until('a staged desktop ready', async () => {
+        const got = await post(ctx.base, 'get_staging_config', { ...ctx.auth, target_staging_config: { staging_config_id: ctx.stagingConfigId } });
+        return ((got.staging_config as { num_current_sessions?: number } | undefined)?.num_current_sessions ?? 0) > 0 ? true : undefined;
+      }, 120_000);
+    },
+    async launch(ctx, round) {
+      const user = (await post(ctx.base, 'create_user', { ...ctx.auth, target_user: { username: `first-frame-staged-${round}` } })).user as { user_id: string };
+      const requested = await post(ctx.base, 'request_workspace', { ...ctx.auth, user_id: user.user_id, image_id: ctx.stagedImageId });
+      if (requested.status !== 'running' || typeof requested.workspace_url !== 'string') throw new Error(`request_workspace was not served from staging: ${JSON.stringify(requested)}`);
       return {
         workspaceUrl: requested.workspace_url,
         release: async () => void (await post(ctx.base, 'destroy_workspace', { ...ctx.auth, workspace_id: requested.workspace_id, user_id: user.user_id })),
@@ -124,6 +148,7 @@ async function bareFirstWindow(image: string): Promise<number> {
 async function browserFirstWindow(browser: Browser, ctx: BenchContext, variant: FirstFrameVariant, round: number): Promise<number> {
   // bypassCSP: the probe below evaluates the pixel check's source in the page (the client's CSP forbids eval).
   const context = await browser.newContext({ viewport: { width: 1024, height: 768 }, bypassCSP: true });
+  await variant.prepare?.(ctx);
   const start = performance.now();
   const launched = await variant.launch(ctx, round);
   try {
@@ -167,7 +192,11 @@ async function main(): Promise<void> {
     await api.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 64, memory: 256 * 1024 ** 3 });
     const img = await api.get(ImagesService).upsert({ name: image, friendlyName: 'Desktop', cores: CORES, memory: MEMORY_MB * 1024 ** 2, xRes: X_RES, yRes: Y_RES, portMap: { vnc: '5900/tcp' } });
     const { key, secret } = await api.get(ApiKeysService).create({ name: 'bench', permissions: ['Global Admin'] });
-    const ctx: BenchContext = { base, auth: { api_key: key.apiKey, api_key_secret: secret }, imageId: img.id };
+    const staged = await api.get(ImagesService).upsert({ name: image, friendlyName: 'Staged desktop', cores: CORES, memory: MEMORY_MB * 1024 ** 2, xRes: X_RES, yRes: Y_RES, portMap: { vnc: '5900/tcp' } });
+    const auth = { api_key: key.apiKey, api_key_secret: secret };
+    const pool = await post(base, 'create_staging_config', { ...auth, target_staging_config: { zone_id: zone.id, image_id: staged.id, num_sessions: 1, expiration: 24 } });
+    const stagingConfigId = (pool.staging_config as { staging_config_id: string }).staging_config_id;
+    const ctx: BenchContext = { base, auth, imageId: img.id, stagedImageId: staged.id, stagingConfigId };
 
     const results = new Map<string, number[]>(VARIANTS.map((v) => [v.name, []]));
     const bare: number[] = [];
