@@ -22,23 +22,16 @@ export const COUNT_READY_SQL = `
    WHERE w.staging_config_id = ANY($1) AND ${READY} GROUP BY w.staging_config_id`;
 
 /**
- * One statement: pick the oldest ready staged workspace of a config for this image whose flags equal the
- * user's, skipping rows another transaction holds, and make it the user's. The outer conditions repeat the
- * pick's, so a row changed between the pick and the update is not taken. Usage and expiry start now.
+ * The oldest ready staged workspace of a config for this image whose flags equal the user's, locked for the
+ * claiming transaction; rows another claim holds are skipped (SKIP LOCKED), so concurrent requests on any
+ * replica never get the same one and never wait for each other.
  */
-export const CLAIM_STAGED_SQL = `
-  UPDATE workspaces SET user_id = $1, sharing_enabled = $3, start_date = now(), keepalive_date = now(),
-         expiration_date = now() + make_interval(secs => $4), launch_options = launch_options || $5::jsonb,
-         operational_message = 'Assigned', updated_at = now()
-   WHERE id = (
-     SELECT w.id FROM workspaces w JOIN staging_configs c ON c.id = w.staging_config_id
-      WHERE ${READY} AND w.image_id = $2 AND c.image_id = $2
-        AND ${STAGING_FLAG_NAMES.map((name, i) => `c.${name} = $${6 + i}`).join(' AND ')}
-      ORDER BY w.start_date, w.id LIMIT 1 FOR UPDATE OF w SKIP LOCKED)
-     AND user_id IS NULL AND status = 'running'
-  RETURNING id, share_id, staging_config_id`;
+export const PICK_STAGED_SQL = `
+  SELECT w.id, w.share_id, w.staging_config_id FROM workspaces w JOIN staging_configs c ON c.id = w.staging_config_id
+   WHERE ${READY} AND w.image_id = $1 AND c.image_id = $1
+     AND ${STAGING_FLAG_NAMES.map((name, i) => `c.${name} = $${2 + i}`).join(' AND ')}
+   ORDER BY w.start_date, w.id LIMIT 1 FOR UPDATE OF w SKIP LOCKED`;
 
-export function claimParameters(userId: string, imageId: string, settings: EffectiveGroupSettings, request: RequestWorkspaceRequest): unknown[] {
-  const launchOptions = { clientLanguage: request.client_language, clientTimezone: request.client_timezone, workspaceUrl: request.workspace_url };
-  return [userId, imageId, request.enable_sharing ?? false, settings.keepaliveExpiration, JSON.stringify(launchOptions), ...STAGING_FLAG_NAMES.map((name) => settings.clientSettings[name])];
+export function pickParameters(imageId: string, settings: EffectiveGroupSettings): unknown[] {
+  return [imageId, ...STAGING_FLAG_NAMES.map((name) => settings.clientSettings[name])];
 }

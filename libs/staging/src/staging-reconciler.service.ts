@@ -4,7 +4,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { addSeconds, ApiError, ErrorCode, newId, randomSecret } from '@ws/common';
 import { Image } from '@ws/images/image.entity';
 import { DestroyReason, jobId, JobProducer } from '@ws/queue';
-import { reserveServer, Workspace, WorkspaceTeardown } from '@ws/workspaces';
+import { reserveServer, WorkspaceLifecycle, WorkspaceTeardown } from '@ws/workspaces';
 import { StagingConfig } from './staging-config.entity';
 
 export interface ReconcileOutcome {
@@ -25,7 +25,8 @@ const STALE_STAGED_SQL = `
 /**
  * Keeps each staging config's pool at num_sessions unassigned staged workspaces: removes stale ones (above),
  * trims a surplus (starting ones first, then the youngest), and records and provisions the missing ones in
- * the config's zone. Runs on the worker: after a config change, after each assignment, and on a schedule
+ * the config's zone (through the lifecycle owner: each gets its `requested` event). Runs on the worker: after
+ * a config change, on the events of staged workspaces (StagingReplenisher), and on a schedule
  * (expiry, lost asks). Safe to repeat and to run on several workers at once (the config row is locked while
  * its pool is counted and changed).
  */
@@ -36,6 +37,7 @@ export class StagingReconciler {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly teardown: WorkspaceTeardown,
+    private readonly lifecycle: WorkspaceLifecycle,
     private readonly jobs: JobProducer,
   ) {}
 
@@ -97,8 +99,8 @@ export class StagingReconciler {
     }
     const start = new Date();
     const id = newId();
-    await tx.insert(Workspace, {
-      id, userId: null, imageId: image.id, serverId, status: 'starting', operationalMessage: 'Staged: waiting for a worker', operationalProgress: 0,
+    await this.lifecycle.record(tx, {
+      id, userId: null, imageId: image.id, serverId, operationalMessage: 'Staged: waiting for a worker', operationalProgress: 0,
       containerId: null, containerIp: null, hostPorts: {}, cores: image.cores, memory: image.memory, token: randomSecret(32), viewOnlyToken: randomSecret(32),
       shareId: randomSecret(16), sharingEnabled: false, environment: {}, sessionTokenId: null, launchOptions: {}, persistentProfileMode: null, isPersistentProfile: false,
       stagingConfigId: config.id, startDate: start, keepaliveDate: start, expirationDate: addSeconds(start, Number(config.expiration) * 3600), destroyedAt: null, destroyReason: null,

@@ -3,12 +3,16 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { WorkspacesModule } from '@ws/workspaces/workspaces.module';
 import { StagingConfig } from './staging-config.entity';
 import { StagingReconciler } from './staging-reconciler.service';
+import { StagingReplenisher } from './staging-replenisher';
 import { StagingService } from './staging.service';
 
-/** Staging configs, the claim step of request_workspace (registered on load) and the pool reconciler (worker). */
+/**
+ * Staging configs, the claim step of request_workspace (registered on load), and on the worker the pool
+ * reconciler and the outbox subscriber that refills a pool (the relay collects it there; the api has no relay).
+ */
 @Module({
   imports: [TypeOrmModule.forFeature([StagingConfig]), WorkspacesModule],
-  providers: [StagingService, StagingReconciler],
-  exports: [StagingService, StagingReconciler],
+  providers: [StagingService, StagingReconciler, StagingReplenisher],
+  exports: [StagingService, StagingReconciler, StagingReplenisher],
 })
 export class StagingModule {}

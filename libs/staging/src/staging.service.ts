@@ -1,16 +1,16 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { ApiError, ErrorCode, newId, parseId, toWireId } from '@ws/common';
+import { addSeconds, ApiError, ErrorCode, newId, parseId, toWireId } from '@ws/common';
 import { DEFAULT_CLIENT_SETTINGS } from '@ws/groups/group-settings';
 import { Image } from '@ws/images/image.entity';
 import { JobProducer } from '@ws/queue';
 import { Server } from '@ws/servers/server.entity';
 import { SessionTokensService } from '@ws/users/session-tokens.service';
-import { LaunchCommands, StagedClaimInput, StagedClaimResult, StagedClaimSlot, WorkspaceTeardown } from '@ws/workspaces';
+import { LaunchCommands, StagedClaimInput, StagedClaimResult, StagedClaimSlot, WorkspaceLifecycle, WorkspaceTeardown } from '@ws/workspaces';
 import { Zone } from '@ws/zones/zone.entity';
 import type { NewStagingConfig, StagingConfigChanges } from './dto/staging.requests';
-import { canServeFromStaging, CLAIM_STAGED_SQL, claimParameters, COUNT_READY_SQL } from './staging-queries';
+import { canServeFromStaging, COUNT_READY_SQL, PICK_STAGED_SQL, pickParameters } from './staging-queries';
 import { STAGING_FLAG_NAMES, STAGING_FLAGS, StagingConfig } from './staging-config.entity';
 import { StagingConfigView } from './staging.mappers';
 
@@ -26,6 +26,7 @@ export class StagingService implements OnModuleInit {
     @InjectDataSource() private readonly db: DataSource,
     private readonly tokens: SessionTokensService,
     private readonly teardown: WorkspaceTeardown,
+    private readonly lifecycle: WorkspaceLifecycle,
     private readonly jobs: JobProducer,
     private readonly claimSlot: StagedClaimSlot,
     private readonly launchCommands: LaunchCommands,
@@ -82,18 +83,27 @@ export class StagingService implements OnModuleInit {
   }
 
   /**
-   * request_workspace's claim step: hands the oldest running staged workspace of a matching config to the user,
-   * atomically (one UPDATE over a SKIP LOCKED pick: concurrent requests on any replica never share one).
+   * request_workspace's claim step: the oldest running staged workspace of a matching config becomes the
+   * user's, in one transaction: a SKIP LOCKED pick (concurrent requests on any replica never share one) and
+   * the lifecycle owner's `assign` (owner, sharing, keepalive and expiry from the user's group, and the
+   * `assigned` event whose subscriber refills the pool). Then the session token and the image's go command.
    */
   async claim({ user, image, settings, request }: StagedClaimInput): Promise<StagedClaimResult | null> {
     if (!canServeFromStaging(image, request)) return null;
-    const result = (await this.db.query(CLAIM_STAGED_SQL, claimParameters(user.id, image.id, settings, request))) as [Array<{ id: string; share_id: string; staging_config_id: string }>, number];
-    const claimed = result[0][0];
+    const claimed = await this.db.transaction(async (tx) => {
+      const [picked] = (await tx.query(PICK_STAGED_SQL, pickParameters(image.id, settings))) as Array<{ id: string; share_id: string }>;
+      if (!picked) return null;
+      const at = new Date();
+      const assigned = await this.lifecycle.assign(picked.id, {
+        userId: user.id, sharingEnabled: request.enable_sharing ?? false, startDate: at, keepaliveDate: at, expirationDate: addSeconds(at, settings.keepaliveExpiration),
+        launchOptions: { clientLanguage: request.client_language, clientTimezone: request.client_timezone, workspaceUrl: request.workspace_url }, operationalMessage: 'Running',
+      }, tx);
+      return assigned ? picked : null;
+    });
     if (!claimed) return null;
     try {
       const issued = await this.tokens.create(toWireId(user.id), { workspace_id: claimed.id });
       await this.db.query('UPDATE workspaces SET session_token_id = $1 WHERE id = $2', [issued.token.id, claimed.id]);
-      void this.requestReconcile(claimed.staging_config_id);
       // The image's go command, now that the desktop has its user; a browser image gets the request's page as
       // WORKSPACE_URL here (its container started before the request). Not awaited: the answer is `running`
       // already, and a failing command shows in operational_message.
