@@ -59,12 +59,14 @@ describe('staging pools on a real Docker engine', () => {
       if (p.all.some((r) => r.status === 'failed')) throw new Error(`a staged workspace failed: ${JSON.stringify(p.all)}`);
       return p.running.length === n && p.live.length === n && (await readyCount(configId)) === n ? p.running : undefined;
     }, timeoutMs, 250);
-  const destroyAll = async (ids: Array<{ workspaceId: string; userId: string }>) => {
-    for (const { workspaceId, userId } of ids) expect((await api.call('destroy_workspace', key, { workspace_id: workspaceId, user_id: userId })).status).toBe(200);
-    await waitFor('destroyed workspaces removed', async () => {
-      const [{ live }] = await db.query(`SELECT count(*)::int AS live FROM workspaces WHERE id = ANY($1) AND status <> 'deleted'`, [ids.map((i) => dashed(i.workspaceId))]);
+  const removed = (workspaceIds: string[]) =>
+    waitFor('destroyed workspaces removed', async () => {
+      const [{ live }] = await db.query(`SELECT count(*)::int AS live FROM workspaces WHERE id = ANY($1) AND status <> 'deleted'`, [workspaceIds.map(dashed)]);
       return live === 0 ? true : undefined;
     }, 180_000, 250);
+  const destroyAll = async (ids: Array<{ workspaceId: string; userId: string }>) => {
+    for (const { workspaceId, userId } of ids) expect((await api.call('destroy_workspace', key, { workspace_id: workspaceId, user_id: userId })).status).toBe(200);
+    await removed(ids.map((i) => i.workspaceId));
   };
 
   it('fills a pool, serves a request from it running in the first answer, and refills', async () => {
@@ -87,7 +89,16 @@ describe('staging pools on a real Docker engine', () => {
     const connect = await api.raw().post('/api/client/connect').set('content-type', 'application/json').send({ session_jwt: status.body.workspace_url.split('/').pop(), workspace_id: res.body.workspace_id });
     expect(connect.status).toBe(200);
 
-    // The assignment refills the pool: two ready again, the claimed one not among them.
+    // The assignment refills the pool through the outbox: the staging subscriber was handed the `assigned` event.
+    const deliveries = await waitFor('the assigned event delivered to staging', async () => {
+      const rows: Array<{ failed: boolean }> = await db.query(
+        `SELECT d.failed FROM workspace_event_deliveries d JOIN workspace_events e ON e.id = d.event_id
+          WHERE d.subscriber = 'staging-replenish' AND e.workspace_id = $1 AND e.type = 'assigned'`, [dashed(res.body.workspace_id)],
+      );
+      return rows.length ? rows : undefined;
+    }, 60_000, 250);
+    expect(deliveries.every((d) => !d.failed)).toBe(true);
+    // Two ready again, the claimed one not among them.
     const refilled = await filled(configId, 2);
     expect(refilled).not.toContain(dashed(res.body.workspace_id));
 
@@ -146,7 +157,7 @@ describe('staging pools on a real Docker engine', () => {
     await updateConfig(configId, { num_sessions: 0 });
     for (const a of answers) expect((await api.call('destroy_workspace', key, { workspace_id: a.body.workspace_id, user_id: a.body.user_id })).status).toBe(200);
     await api.startWorker();
-    await destroyAll(answers.map((a) => ({ workspaceId: a.body.workspace_id, userId: a.body.user_id })));
+    await removed(answers.map((a) => a.body.workspace_id));
     await deleteConfig(configId);
   }, 900_000);
 

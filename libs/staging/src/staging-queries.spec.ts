@@ -1,0 +1,32 @@
+import { DEFAULT_CLIENT_SETTINGS, EffectiveGroupSettings } from '@ws/groups/group-settings';
+import { canServeFromStaging, PICK_STAGED_SQL, pickParameters } from './staging-queries';
+import { STAGING_FLAG_NAMES } from './staging-config.entity';
+
+describe('staging claim rules', () => {
+  const plain = { persistentProfilePath: null };
+  const profiled = { persistentProfilePath: '/profiles/{username}' };
+
+  it('serves plain requests, and profile images unless a profile is used or reset', () => {
+    expect(canServeFromStaging(plain, {})).toBe(true);
+    expect(canServeFromStaging(plain, { environment: {} })).toBe(true);
+    expect(canServeFromStaging(plain, { persistent_profile_mode: 'Enabled' })).toBe(true); // no profile path: the mode does nothing
+    expect(canServeFromStaging(profiled, { persistent_profile_mode: 'Disabled' })).toBe(true);
+    expect(canServeFromStaging(profiled, {})).toBe(true);
+  });
+
+  it('starts a fresh workspace for environment variables or a used or reset profile', () => {
+    expect(canServeFromStaging(plain, { environment: { A: '1' } })).toBe(false);
+    expect(canServeFromStaging(profiled, { persistent_profile_mode: 'Enabled' })).toBe(false);
+    expect(canServeFromStaging(profiled, { persistent_profile_mode: 'Reset' })).toBe(false);
+  });
+
+  it('matches every flag of the config against the user effective client settings, in order', () => {
+    const clientSettings = { ...DEFAULT_CLIENT_SETTINGS, allow_workspace_audio: false, allow_workspace_microphone: true };
+    const settings = { keepaliveExpiration: 60, usageLimit: null, defaultImageId: null, clientSettings } as EffectiveGroupSettings;
+    const params = pickParameters('image-id', settings);
+    expect(params).toEqual(['image-id', ...STAGING_FLAG_NAMES.map((name) => clientSettings[name])]);
+    for (const [i, name] of STAGING_FLAG_NAMES.entries()) expect(PICK_STAGED_SQL).toContain(`c.${name} = $${i + 2}`);
+    expect(PICK_STAGED_SQL).toContain('FOR UPDATE OF w SKIP LOCKED');
+    expect(PICK_STAGED_SQL).toContain('w.user_id IS NULL');
+  });
+});
