@@ -7,6 +7,7 @@ import { hydrate, rawQuery, selectColumns } from '@ws/database/raw-query';
 import { SettingsService } from '@ws/settings/settings.service';
 import { LoginLink } from './login-link.entity';
 import { SessionToken } from './session-token.entity';
+import type { User } from './user.entity';
 import { UsersService } from './users.service';
 
 export interface IssuedToken {
@@ -29,7 +30,11 @@ export class SessionTokensService {
   ) {}
 
   async create(userId: string, extraClaims: Partial<SessionClaims> = {}): Promise<IssuedToken> {
-    const user = await this.users.findActive(userId);
+    return this.createFor(await this.users.findActive(userId), extraClaims);
+  }
+
+  /** For a user the caller loaded (and found active) in this request already: no second lookup. */
+  async createFor(user: Pick<User, 'id'>, extraClaims: Partial<SessionClaims> = {}): Promise<IssuedToken> {
     const now = new Date();
     const token = this.tokens.create({
       id: newId(), userId: user.id, tokenDate: now, expiresAt: addSeconds(now, await this.settings.sessionLifetimeSeconds()), generation: 0,

@@ -12,6 +12,10 @@ import { WorkspaceLifecycle } from './workspace-lifecycle.service';
 import { WorkspaceRuntime } from './workspace-runtime.service';
 import { WorkspaceTeardown } from './workspace-teardown.service';
 import { WorkspacesService } from './workspaces.service';
+import { WorkspaceLaunch } from './workspace-launch.service';
+import { WorkspaceLive } from './workspace-live.service';
+import { WorkspaceReads } from './workspace-reads.service';
+import { WorkspaceSettings } from './workspace-settings.service';
 import { WorkspaceAccess } from './workspace-access.service';
 import { StreamStatsService } from './stream-stats.service';
 import { StagedClaimSlot } from './staged-claim';
@@ -19,7 +23,7 @@ import { LaunchCommands } from './launch-commands';
 
 @Module({
   imports: [TypeOrmModule.forFeature([Workspace, Server, Zone, SessionToken]), UsersModule, ImagesModule, AgentModule],
-  providers: [WorkspaceLifecycle, StagedClaimSlot, WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands],
-  exports: [WorkspaceLifecycle, StagedClaimSlot, WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands, UsersModule, ImagesModule, AgentModule],
+  providers: [WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, WorkspaceReads, WorkspaceLive, StagedClaimSlot, WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands],
+  exports: [WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, WorkspaceReads, WorkspaceLive, StagedClaimSlot, WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands, UsersModule, ImagesModule, AgentModule],
 })
 export class WorkspacesModule {}

@@ -1,19 +1,20 @@
 import { Body, Controller, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { Operation } from '@ws/auth';
-import { ScreenshotRequest, StreamStatsService, WorkspaceClientRequest, WorkspacesService } from '@ws/workspaces';
+import { ScreenshotRequest, StreamStatsService, WorkspaceClientRequest, WorkspaceLive, WorkspacesService } from '@ws/workspaces';
 
 /** Operations that look into a running session: its pixels and the traffic of its connected clients. */
 @Controller('api/public')
 export class WorkspaceStreamsController {
   constructor(
     private readonly workspaces: WorkspacesService,
+    private readonly live: WorkspaceLive,
     private readonly stats: StreamStatsService,
   ) {}
 
   @Operation('get_workspace_screenshot')
   async screenshot(@Body() body: ScreenshotRequest, @Res({ passthrough: true }) reply: FastifyReply) {
-    const jpeg = await this.workspaces.screenshot(body);
+    const jpeg = await this.live.screenshot(await this.workspaces.findRunning(body.workspace_id, body.user_id), body.width);
     void reply.header('content-type', 'image/jpeg').header('cache-control', 'no-store');
     return jpeg;
   }

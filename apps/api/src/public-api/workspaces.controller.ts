@@ -1,24 +1,36 @@
 import { Body, Controller } from '@nestjs/common';
 import { Operation } from '@ws/auth';
-import { ExecCommandRequest, JoinWorkspaceRequest, OwnedWorkspaceRef, RequestWorkspaceRequest, WorkspaceRef, WorkspacesService, WorkspaceStatusRequest } from '@ws/workspaces';
+import {
+  ExecCommandRequest, JoinWorkspaceRequest, OwnedWorkspaceRef, RequestWorkspaceRequest, WorkspaceLaunch, WorkspaceLive, WorkspaceReads, WorkspaceRef, WorkspacesService,
+  WorkspaceStatusRequest,
+} from '@ws/workspaces';
 
+/**
+ * The request edge of the workspace operations: wire ids are parsed, looked up and owner-checked here
+ * (WorkspacesService.findLive / findRunning), and the services get the workspace itself.
+ */
 @Controller('api/public')
 export class WorkspacesController {
-  constructor(private readonly workspaces: WorkspacesService) {}
+  constructor(
+    private readonly workspaces: WorkspacesService,
+    private readonly launch: WorkspaceLaunch,
+    private readonly reads: WorkspaceReads,
+    private readonly live: WorkspaceLive,
+  ) {}
 
   @Operation('request_workspace')
   request(@Body() body: RequestWorkspaceRequest) {
-    return this.workspaces.request(body);
+    return this.launch.request(body);
   }
 
   @Operation('get_workspace_status')
-  status(@Body() body: WorkspaceStatusRequest) {
-    return this.workspaces.status(body);
+  async status(@Body() body: WorkspaceStatusRequest) {
+    return this.reads.status(await this.workspaces.findLive(body.workspace_id, body.user_id), body.skip_agent_check);
   }
 
   @Operation('join_workspace')
   join(@Body() body: JoinWorkspaceRequest) {
-    return this.workspaces.join(body);
+    return this.reads.join(body);
   }
 
   @Operation('destroy_workspace')
@@ -34,11 +46,12 @@ export class WorkspacesController {
 
   @Operation('get_workspaces')
   list() {
-    return this.workspaces.list();
+    return this.reads.list();
   }
 
   @Operation('exec_command_workspace')
-  exec(@Body() body: ExecCommandRequest) {
-    return this.workspaces.exec(body);
+  async exec(@Body() body: ExecCommandRequest) {
+    WorkspaceLive.checkExecConfig(body.exec_config);
+    return this.live.exec(await this.workspaces.findRunning(body.workspace_id, body.user_id), body);
   }
 }

@@ -1,0 +1,189 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { addSeconds, ApiError, ErrorCode, newId, randomSecret, toWireId } from '@ws/common';
+import type { EffectiveGroupSettings } from '@ws/groups/group-settings';
+import { Image } from '@ws/images/image.entity';
+import { ImagesService } from '@ws/images/images.service';
+import { JobProducer, jobId } from '@ws/queue';
+import { SessionToken } from '@ws/users/session-token.entity';
+import { IssuedToken, SessionTokensService } from '@ws/users/session-tokens.service';
+import { UserAttributes } from '@ws/users/user-attributes.entity';
+import { User } from '@ws/users/user.entity';
+import { UsersService } from '@ws/users/users.service';
+import type { RequestWorkspaceRequest } from './dto/workspace.requests';
+import { reserveServer } from './placement';
+import { StagedClaimSlot } from './staged-claim';
+import { Workspace } from './workspace.entity';
+import { connectPath, operationalStatus } from './workspace.mappers';
+import { WorkspaceLifecycle } from './workspace-lifecycle.service';
+import { WorkspaceSettings } from './workspace-settings.service';
+
+/** request_workspace's answer. */
+export interface LaunchAnswer {
+  workspace_id: string;
+  session_token: string;
+  username: string;
+  status: string;
+  share_id: string;
+  user_id: string;
+  workspace_url: string;
+}
+
+/** What the steps of one launch learn, in order; a step reads what the steps before it set. */
+export interface LaunchContext {
+  readonly request: RequestWorkspaceRequest;
+  user?: User;
+  settings?: EffectiveGroupSettings;
+  image?: Image;
+  issued?: IssuedToken;
+  workspace?: Workspace;
+  /** Set by a step that serves the request itself (a staged workspace claimed): the steps after it do not run. */
+  answer?: LaunchAnswer;
+}
+
+/** One named step of the launch. Areas that extend the launch (egress, profiles) add a step to LAUNCH_STEPS' order. */
+export interface LaunchStep {
+  readonly name: string;
+  run(launch: LaunchContext): Promise<void>;
+}
+
+/** The value an earlier step must have set; a missing one is a bug in the step order, not bad input. */
+function need<T>(value: T | undefined, what: string): T {
+  if (value === undefined) throw new Error(`launch: ${what} is not known yet (step order)`);
+  return value;
+}
+
+/**
+ * request_workspace as a short pipeline of named steps (libs/workspaces/README.md):
+ * check request → resolve user → effective settings → image → limits → claim staged → token → place and
+ * record → enqueue provision. Slow work (the container) is the worker's; this decides and records.
+ */
+@Injectable()
+export class WorkspaceLaunch {
+  readonly steps: readonly LaunchStep[];
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly users: UsersService,
+    private readonly images: ImagesService,
+    private readonly tokens: SessionTokensService,
+    private readonly settings: WorkspaceSettings,
+    private readonly stagedClaim: StagedClaimSlot,
+    private readonly lifecycle: WorkspaceLifecycle,
+    private readonly jobs: JobProducer,
+  ) {
+    this.steps = [
+      { name: 'check request', run: async (l) => this.checkRequest(l) },
+      { name: 'resolve user', run: (l) => this.resolveUser(l) },
+      { name: 'effective settings', run: async (l) => void (l.settings = await this.settings.of(need(l.user, 'user').id)) },
+      { name: 'image', run: (l) => this.resolveImage(l) },
+      { name: 'limits', run: async (l) => this.checkLimits(l) },
+      { name: 'claim staged', run: (l) => this.claimStaged(l) },
+      { name: 'token', run: (l) => this.issueToken(l) },
+      { name: 'place and record', run: (l) => this.placeAndRecord(l) },
+      { name: 'enqueue provision', run: (l) => this.enqueueProvision(l) },
+    ];
+  }
+
+  async request(request: RequestWorkspaceRequest): Promise<LaunchAnswer> {
+    const launch: LaunchContext = { request };
+    for (const step of this.steps) {
+      await step.run(launch);
+      if (launch.answer) return launch.answer;
+    }
+    const user = need(launch.user, 'user');
+    const workspace = need(launch.workspace, 'workspace');
+    const jwt = need(launch.issued, 'token').jwt;
+    return {
+      workspace_id: toWireId(workspace.id), session_token: jwt, username: user.username, status: operationalStatus(workspace.status),
+      share_id: workspace.shareId, user_id: toWireId(user.id), workspace_url: connectPath(workspace.id, user.id, jwt),
+    };
+  }
+
+  /** What a container image cannot take at all. */
+  private checkRequest({ request }: LaunchContext): void {
+    if (request.connection_info) throw new ApiError(ErrorCode.InvalidRequest, 'connection_info applies to RDP, VNC and SSH server sessions, not to container images');
+    if (request.egress_gateway_id) throw ApiError.invalidId('egress_gateway_id', request.egress_gateway_id);
+  }
+
+  /** The request's user, loaded once for the whole launch, or a new anonymous one. */
+  private async resolveUser(launch: LaunchContext): Promise<void> {
+    const { user_id: userId } = launch.request;
+    launch.user = userId !== undefined ? await this.users.findActive(userId) : await this.users.createAnonymous();
+  }
+
+  /** image_id, else the user's default image, else their groups'. */
+  private async resolveImage(launch: LaunchContext): Promise<void> {
+    const { image_id: imageId } = launch.request;
+    if (imageId !== undefined) {
+      launch.image = await this.images.find(imageId);
+      return;
+    }
+    const attributes = await this.db.getRepository(UserAttributes).findOneByOrFail({ userId: need(launch.user, 'user').id });
+    const fallback = attributes.defaultImageId ?? need(launch.settings, 'settings').defaultImageId;
+    if (!fallback) throw new ApiError(ErrorCode.InvalidRequest, 'image_id is required: the user and their groups have no default image');
+    launch.image = await this.images.find(fallback);
+  }
+
+  /** What the image and the user's settings allow. */
+  private checkLimits(launch: LaunchContext): void {
+    const image = need(launch.image, 'image');
+    if (!image.enabled) throw new ApiError(ErrorCode.InvalidRequest, `Image (${toWireId(image.id)}) is disabled`);
+    if (launch.request.enable_sharing && !need(launch.settings, 'settings').clientSettings.allow_workspace_sharing) {
+      throw new ApiError(ErrorCode.Forbidden, 'Sharing is not allowed for this user (client setting allow_workspace_sharing)');
+    }
+  }
+
+  /** The staging area's slot (StagedClaimSlot): a matching staged workspace is handed over already running. */
+  private async claimStaged(launch: LaunchContext): Promise<void> {
+    const user = need(launch.user, 'user');
+    const staged = await this.stagedClaim.claim({ user, image: need(launch.image, 'image'), settings: need(launch.settings, 'settings'), request: launch.request });
+    if (!staged) return;
+    launch.answer = {
+      workspace_id: toWireId(staged.workspaceId), session_token: staged.jwt, username: user.username, status: 'running', share_id: staged.shareId,
+      user_id: toWireId(user.id), workspace_url: connectPath(staged.workspaceId, user.id, staged.jwt),
+    };
+  }
+
+  /** The owner's session token the new workspace's links are signed with. */
+  private async issueToken(launch: LaunchContext): Promise<void> {
+    launch.workspace = { id: newId() } as Workspace; // the id the token names; the row is recorded next
+    launch.issued = await this.tokens.createFor(need(launch.user, 'user'), { workspace_id: launch.workspace.id });
+  }
+
+  /** Reserves capacity on a server and records the workspace (`starting`, event `requested`) in one transaction. */
+  private async placeAndRecord(launch: LaunchContext): Promise<void> {
+    const { request: body } = launch;
+    const user = need(launch.user, 'user');
+    const image = need(launch.image, 'image');
+    const settings = need(launch.settings, 'settings');
+    const issued = need(launch.issued, 'token');
+    const workspaceId = need(launch.workspace, 'workspace id').id;
+    const start = new Date();
+    const profile = image.persistentProfilePath && body.persistent_profile_mode !== undefined ? body.persistent_profile_mode : null;
+    try {
+      launch.workspace = await this.db.transaction(async (tx) => {
+        const server = await reserveServer(tx, image);
+        return this.lifecycle.record(tx, {
+          id: workspaceId, userId: user.id, imageId: image.id, serverId: server.id, operationalMessage: 'Waiting for a worker', operationalProgress: 0,
+          containerId: null, containerIp: null, hostPorts: {}, cores: image.cores, memory: image.memory, token: randomSecret(32), viewOnlyToken: randomSecret(32),
+          shareId: randomSecret(16), sharingEnabled: body.enable_sharing ?? false, environment: body.environment ?? {}, sessionTokenId: issued.token.id,
+          launchOptions: { clientLanguage: body.client_language, clientTimezone: body.client_timezone, workspaceUrl: body.workspace_url },
+          persistentProfileMode: profile, isPersistentProfile: profile !== null && profile !== 'Disabled',
+          startDate: start, keepaliveDate: start, expirationDate: addSeconds(start, settings.keepaliveExpiration), destroyedAt: null, destroyReason: null,
+        });
+      });
+    } catch (err) {
+      // No workspace came of it: the token goes, and so does a user made only for this request.
+      await (user.anonymous ? this.db.getRepository(User).delete({ id: user.id }) : this.db.getRepository(SessionToken).delete({ id: issued.token.id }));
+      throw err;
+    }
+  }
+
+  /** After commit: a lost enqueue leaves a `starting` row that the reaper re-enqueues under the same job id. */
+  private async enqueueProvision(launch: LaunchContext): Promise<void> {
+    const { id } = need(launch.workspace, 'workspace');
+    await this.jobs.enqueue('workspace.provision', { workspaceId: id }, { jobId: jobId.provision(id) });
+  }
+}

@@ -1,0 +1,123 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { DataSource, Repository } from 'typeorm';
+import { ContainerNotFoundError, DockerHosts } from '@ws/agent';
+import { ApiError, ErrorCode, formatTimestamp, toWireId } from '@ws/common';
+import { rawQuery } from '@ws/database/raw-query';
+import { effectiveSettings } from '@ws/groups/group-settings';
+import { IssuedToken, SessionTokensService } from '@ws/users/session-tokens.service';
+import { UsersService } from '@ws/users/users.service';
+import { agentFailure } from './agent-failure';
+import type { JoinWorkspaceRequest } from './dto/workspace.requests';
+import { findAllLive, findLiveWorkspace } from './workspace-lookup';
+import { Workspace } from './workspace.entity';
+import { connectPath, joinPath, operationalStatus, toWorkspaceListItem, toWorkspaceResponse } from './workspace.mappers';
+import { WorkspaceLifecycle } from './workspace-lifecycle.service';
+import { WorkspaceSettings } from './workspace-settings.service';
+
+const now = () => new Date();
+
+/** The reading operations (get_workspace_status, get_workspaces, join_workspace) and their wire mapping. */
+@Injectable()
+export class WorkspaceReads {
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    @InjectRepository(Workspace) private readonly workspaces: Repository<Workspace>,
+    private readonly users: UsersService,
+    private readonly tokens: SessionTokensService,
+    private readonly settings: WorkspaceSettings,
+    private readonly lifecycle: WorkspaceLifecycle,
+    private readonly hosts: DockerHosts,
+  ) {}
+
+  /** get_workspace_status of a live workspace (resolved and owner-checked at the request edge). */
+  async status(found: Workspace, skipAgentCheck = false) {
+    let workspace = found;
+    if (workspace.status === 'running' && !skipAgentCheck) workspace = await this.checkContainer(workspace);
+    if (workspace.status !== 'running') {
+      return {
+        error_message: notRunningMessage(workspace),
+        operational_message: workspace.operationalMessage,
+        operational_progress: workspace.operationalProgress,
+        operational_status: operationalStatus(workspace.status),
+      };
+    }
+    const link = await this.renewLink(workspace);
+    const settings = await this.settings.of(workspace.userId as string);
+    return { current_time: formatTimestamp(now()), workspace_url: link, workspace: toWorkspaceResponse(workspace, settings.clientSettings) };
+  }
+
+  /** join_workspace: a view-only link to a shared workspace, for an existing or a new anonymous user. */
+  async join(body: JoinWorkspaceRequest) {
+    const workspace = await findLiveWorkspace(this.workspaces, { shareId: body.share_id });
+    if (!workspace.sharingEnabled) throw new ApiError(ErrorCode.InvalidState, 'Sharing is not enabled for this workspace');
+    const user = body.user_id !== undefined ? await this.users.findActive(body.user_id) : await this.users.createAnonymous();
+    const issued = await this.tokens.create(toWireId(user.id), { view_only: true, workspace_id: workspace.id });
+    const settings = await this.settings.of(workspace.userId as string);
+    return {
+      current_time: formatTimestamp(now()),
+      session_token: issued.jwt,
+      user_id: toWireId(user.id),
+      username: user.username,
+      workspace: { ...toWorkspaceResponse(workspace, settings.clientSettings), user: { username: user.username } },
+      workspace_url: joinPath(workspace.shareId, user.id, issued.jwt),
+    };
+  }
+
+  /** get_workspaces: every live workspace, oldest first. */
+  async list() {
+    const rows = await findAllLive(this.workspaces);
+    const zones = new Map((await rawQuery<{ id: string; name: string }>(this.db, 'SELECT id, name FROM zones')).map((z) => [z.id, z.name]));
+    const settings = await this.settings.ofMany(rows.map(({ workspace: w }) => w.userId).filter((id): id is string => !!id));
+    return {
+      current_time: formatTimestamp(now()),
+      workspaces: rows.map(({ workspace: w, username }) =>
+        toWorkspaceListItem(w, (settings.get(w.userId ?? '') ?? effectiveSettings([], 0)).clientSettings, username, w.server ? zones.get(w.server.zoneId) ?? null : null),
+      ),
+    };
+  }
+
+  /** Asks the Docker host whether the container still runs; a vanished container fails the workspace. */
+  private async checkContainer(workspace: Workspace): Promise<Workspace> {
+    if (!workspace.server || !workspace.containerId) return workspace;
+    let running: boolean;
+    let detail = '';
+    try {
+      const state = await this.hosts.get(workspace.server).inspect(workspace.containerId);
+      running = state.running;
+      detail = `${state.status}${state.exitCode !== null ? `, exit code ${state.exitCode}` : ''}${state.oomKilled ? ', out of memory' : ''}`;
+    } catch (err) {
+      if (!(err instanceof ContainerNotFoundError)) throw agentFailure(err, workspace.server);
+      running = false;
+      detail = 'removed';
+    }
+    if (running) return workspace;
+    const message = `The workspace container stopped (${detail})`;
+    await this.lifecycle.fail(workspace.id, 'running', message);
+    return { ...workspace, status: 'failed', operationalMessage: message };
+  }
+
+  /** A new connection link: renews the owner's session token, so every earlier link stops working. */
+  private async renewLink(workspace: Workspace): Promise<string> {
+    const userId = workspace.userId as string;
+    let issued: IssuedToken | null = workspace.sessionTokenId ? await this.tokens.renewIfLive(workspace.sessionTokenId, { workspace_id: workspace.id }) : null;
+    if (!issued) {
+      // The token was revoked (logout_user) or expired: the integrator's backend may hand out a fresh one.
+      const fresh = await this.tokens.create(toWireId(userId));
+      await this.workspaces.update({ id: workspace.id }, { sessionTokenId: fresh.token.id });
+      issued = await this.tokens.renew(fresh.token, { workspace_id: workspace.id });
+    }
+    return connectPath(workspace.id, userId, issued.jwt);
+  }
+}
+
+function notRunningMessage(w: Workspace): string {
+  switch (w.status) {
+    case 'starting':
+      return `Workspace (${toWireId(w.id)}) is starting`;
+    case 'stopping':
+      return `Workspace (${toWireId(w.id)}) is being removed`;
+    default:
+      return `Workspace (${toWireId(w.id)}) is not running: ${w.operationalMessage}`;
+  }
+}

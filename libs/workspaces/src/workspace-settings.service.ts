@@ -1,0 +1,22 @@
+import { Injectable } from '@nestjs/common';
+import { effectiveSettings, EffectiveGroupSettings } from '@ws/groups/group-settings';
+import { GroupsService } from '@ws/groups/groups.service';
+import { SettingsService } from '@ws/settings/settings.service';
+
+/** A user's effective group settings (client settings, keepalive, usage limit), as every workspace operation reads them. */
+@Injectable()
+export class WorkspaceSettings {
+  constructor(
+    private readonly groups: GroupsService,
+    private readonly settings: SettingsService,
+  ) {}
+
+  async of(userId: string): Promise<EffectiveGroupSettings> {
+    return (await this.ofMany([userId])).get(userId) as EffectiveGroupSettings;
+  }
+
+  async ofMany(userIds: string[]): Promise<Map<string, EffectiveGroupSettings>> {
+    const [groups, fallback] = await Promise.all([this.groups.groupsOf(userIds), this.settings.get<number>('default_keepalive_expiration')]);
+    return new Map(userIds.map((id) => [id, effectiveSettings(groups.get(id) ?? [], fallback)]));
+  }
+}
