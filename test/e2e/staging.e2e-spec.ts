@@ -12,6 +12,7 @@ describe('staging configs', () => {
   let otherZoneId: string;
   let imageId: string;
   let fencedImageId: string;
+  let perUserImageId: string;
   const wire = (uuid: string) => uuid.replace(/-/g, '');
 
   beforeAll(async () => {
@@ -25,6 +26,10 @@ describe('staging configs', () => {
     const fenced = await images.upsert({ name: 'example/desktop:1', friendlyName: 'Fenced desktop', portMap: { vnc: '5900/tcp' } });
     await api.app.get(DataSource).getRepository(Image).update({ id: fenced.id }, { restrictToZone: true, zoneId: other.id });
     fencedImageId = wire(fenced.id);
+    const perUser = await images.upsert({
+      name: 'example/desktop:1', friendlyName: 'Per-user desktop', portMap: { vnc: '5900/tcp' }, volumeMappings: { '/srv/homes/{user_id}': { bind: '/home/user/data', mode: 'rw' } },
+    });
+    perUserImageId = wire(perUser.id);
     admin = await api.key(['Global Admin']);
   });
   afterAll(async () => api?.close());
@@ -87,6 +92,7 @@ describe('staging configs', () => {
     await expectRefused(await create({ ...good, zone_id: 'nope' }), 'zone_id');
     await expectRefused(await create({ ...good, image_id: 'e'.repeat(32) }), 'image_id');
     await expectRefused(await create({ ...good, image_id: fencedImageId }), 'image_id');
+    await expectRefused(await create({ ...good, image_id: perUserImageId }), 'image_id');
     await expectRefused(await api.call('create_staging_config', admin, {}), 'target_staging_config');
 
     const inOtherZone = await create({ ...good, zone_id: otherZoneId, image_id: fencedImageId });

@@ -1,5 +1,5 @@
 import { DEFAULT_CLIENT_SETTINGS, EffectiveGroupSettings } from '@ws/groups/group-settings';
-import { canServeFromStaging, PICK_STAGED_SQL, pickParameters } from './staging-queries';
+import { canServeFromStaging, mountsPerUser, PICK_STAGED_SQL, pickParameters } from './staging-queries';
 import { STAGING_FLAG_NAMES } from './staging-config.entity';
 
 describe('staging claim rules', () => {
@@ -28,5 +28,12 @@ describe('staging claim rules', () => {
     for (const [i, name] of STAGING_FLAG_NAMES.entries()) expect(PICK_STAGED_SQL).toContain(`c.${name} = $${i + 2}`);
     expect(PICK_STAGED_SQL).toContain('FOR UPDATE OF w SKIP LOCKED');
     expect(PICK_STAGED_SQL).toContain('w.user_id IS NULL');
+  });
+
+  it('knows an image whose mounts name the user cannot be staged', () => {
+    expect(mountsPerUser({ volumeMappings: {} })).toBe(false);
+    expect(mountsPerUser({ volumeMappings: { '/srv/{image_id}': { bind: '/data', mode: 'ro' } } })).toBe(false);
+    expect(mountsPerUser({ volumeMappings: { '/srv/homes/{user_id}': { bind: '/data', mode: 'rw' } } })).toBe(true);
+    expect(mountsPerUser({ volumeMappings: { 'home-{username}': { bind: '/data', mode: 'rw' } } })).toBe(true);
   });
 });

@@ -14,6 +14,14 @@ export function canServeFromStaging(image: Pick<Image, 'persistentProfilePath'>,
   return true;
 }
 
+/**
+ * An image whose volume_mappings name the user ({username}, {user_id}) cannot be staged: a staged workspace's
+ * container starts before it has a user.
+ */
+export function mountsPerUser(image: Pick<Image, 'volumeMappings'>): boolean {
+  return /\{(username|user_id)\}/.test(JSON.stringify(image.volumeMappings ?? {}));
+}
+
 /** Unassigned staged workspaces that run and have not expired: what a claim can take. */
 const READY = `w.staging_config_id IS NOT NULL AND w.user_id IS NULL AND w.status = 'running' AND w.expiration_date > now()`;
 

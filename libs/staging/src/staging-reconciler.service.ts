@@ -6,6 +6,7 @@ import { Image } from '@ws/images/image.entity';
 import { DestroyReason, jobId, JobProducer } from '@ws/queue';
 import { reserveServer, WorkspaceLifecycle, WorkspaceTeardown } from '@ws/workspaces';
 import { StagingConfig } from './staging-config.entity';
+import { mountsPerUser } from './staging-queries';
 
 export interface ReconcileOutcome {
   created: number;
@@ -73,7 +74,8 @@ export class StagingReconciler {
       for (const { id } of toRemove) await this.teardown.destroy(id, 'orphaned');
       destroyed = toRemove.length;
       const image = await tx.getRepository(Image).findOneBy({ id: config.imageId });
-      if (!image || !image.enabled) return;
+      // A disabled image, or one changed since to mount per-user volumes, gets no new staged workspaces.
+      if (!image || !image.enabled || mountsPerUser(image)) return;
       for (let missing = config.numSessions - pool.length; missing > 0; missing--) {
         const id = await this.recordStaged(tx, config, image);
         if (!id) break;

@@ -10,7 +10,7 @@ import { SessionTokensService } from '@ws/users/session-tokens.service';
 import { LaunchCommands, StagedClaimInput, StagedClaimResult, StagedClaimSlot, WorkspaceLifecycle, WorkspaceTeardown } from '@ws/workspaces';
 import { Zone } from '@ws/zones/zone.entity';
 import type { NewStagingConfig, StagingConfigChanges } from './dto/staging.requests';
-import { canServeFromStaging, COUNT_READY_SQL, PICK_STAGED_SQL, pickParameters } from './staging-queries';
+import { canServeFromStaging, COUNT_READY_SQL, mountsPerUser, PICK_STAGED_SQL, pickParameters } from './staging-queries';
 import { STAGING_FLAG_NAMES, STAGING_FLAGS, StagingConfig } from './staging-config.entity';
 import { StagingConfigView } from './staging.mappers';
 
@@ -139,6 +139,9 @@ export class StagingService implements OnModuleInit {
     if (!image) throw ApiError.invalidId(fields.image, imageRef);
     if (image.restrictToZone && image.zoneId !== zone.id) {
       throw new ApiError(ErrorCode.InvalidRequest, `${fields.image}: image ${image.friendlyName} is restricted to another zone than ${zone.name}`);
+    }
+    if (mountsPerUser(image)) {
+      throw new ApiError(ErrorCode.InvalidRequest, `${fields.image}: image ${image.friendlyName} mounts per-user volumes ({username} or {user_id}), which a staged workspace cannot have before its user`);
     }
     if (image.restrictToServer && image.serverId) {
       const server = await this.db.getRepository(Server).findOneBy({ id: image.serverId });
