@@ -1,11 +1,15 @@
+import { ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import Redis from 'ioredis';
 import { DataSource } from 'typeorm';
 import { randomSecret } from '@ws/common';
 import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
-import { appendWorkspaceEvents, WorkspaceEventType } from '@ws/workspaces';
+import { appendWorkspaceEvents, WorkspaceEventType, WorkspaceRuntime } from '@ws/workspaces';
 import { ZonesService } from '@ws/zones';
-import { desktopImage, TestApi, TestKey, waitFor } from './harness';
+import { desktopImage, localDocker, TestApi, TestKey, waitFor } from './harness';
 import { WorkerProcess } from './worker-processes';
 
 /** The subscriber every worker has (workspace-event-log.subscriber.ts); its deliveries are recorded per event. */
@@ -85,6 +89,35 @@ describe('workspace lifecycle events: outbox and relay', () => {
       checkOnceInOrder(events, delivered);
       expect(delivered.map((d) => d.type)).toEqual(['requested', 'running', 'stopping', 'destroyed']);
     }, 300_000);
+
+    it('a container that vanished records failed; an expiry records expired then stopping, then destroyed', async () => {
+      const user = (await api.call('create_user', admin, { target_user: { username: `events-${randomSecret(4)}` } })).body.user.user_id as string;
+      const requested = await api.call('request_workspace', admin, { user_id: user, image_id: imageId });
+      expect(requested.status).toBe(200);
+      const [{ id }] = (await db.query('SELECT id FROM workspaces WHERE id = $1', [requested.body.workspace_id])) as Array<{ id: string }>;
+      const row = () => db.query('SELECT status, container_id FROM workspaces WHERE id = $1', [id]).then((r: Array<{ status: string; container_id: string }>) => r[0]);
+      const { container_id: containerId } = await waitFor('workspace running', async () => ((await row()).status === 'running' ? row() : undefined), 120_000, 100);
+      await localDocker().remove(containerId);
+      // get_workspace_status asks the engine and fails the workspace.
+      expect((await api.call('get_workspace_status', admin, { workspace_id: requested.body.workspace_id })).body.operational_status).toBe('stopped');
+      await db.query(`UPDATE workspaces SET expiration_date = now() - interval '1 second' WHERE id = $1`, [id]);
+      await (api.worker as NonNullable<TestApi['worker']>).get(WorkspaceRuntime).reap();
+
+      const events = await waitFor('the destroyed event', async () => {
+        const rows = (await db.query('SELECT id, workspace_id, type, payload FROM workspace_events WHERE workspace_id = $1 ORDER BY id', [id])) as Array<{ id: string; workspace_id: string; type: string; payload: Record<string, unknown> }>;
+        return rows.some((e) => e.type === 'destroyed') ? rows : undefined;
+      }, 120_000, 100);
+      expect(events.map((e) => [e.type, e.payload.status])).toEqual([
+        ['requested', 'starting'], ['running', 'running'], ['failed', 'failed'], ['expired', 'stopping'], ['stopping', 'stopping'], ['destroyed', 'deleted'],
+      ]);
+      expect(events[2].payload).toMatchObject({ from: 'running', message: expect.stringMatching(/^The workspace container stopped/) });
+      expect(events[4].payload.reason).toBe('expired');
+      const delivered = await waitFor('all six delivered', async () => {
+        const d = await deliveries(db, [id]);
+        return d.length >= 6 ? d : undefined;
+      }, 60_000, 100);
+      checkOnceInOrder(events, delivered);
+    }, 300_000);
   });
 
   describe('relay across worker processes killed with SIGKILL', () => {
@@ -120,14 +153,14 @@ describe('workspace lifecycle events: outbox and relay', () => {
       }));
       const firstHalf = write(0, perWorkspace / 2);
 
-      // Kill the relaying worker once it has delivered some of them; more are written with no worker up, and a
-      // second worker takes over from the first one's last commit.
+      // Kill the relaying worker once it has delivered some of them; more are written with no worker up, and two
+      // workers take over from the first one's last commit, side by side (never both delivering one event).
       await waitFor('the first worker relaying', async () => ((await deliveries(db, workspaceIds)).length >= 40 ? true : undefined), 120_000, 10);
       await first.kill('SIGKILL');
       await firstHalf;
       const deliveredBeforeKill = (await deliveries(db, workspaceIds)).length;
       const secondHalf = write(perWorkspace / 2, perWorkspace);
-      const second = await spawnWorker();
+      const successors = await Promise.all([spawnWorker(), spawnWorker()]);
       await secondHalf;
 
       const events = (await db.query('SELECT id, workspace_id FROM workspace_events WHERE workspace_id = ANY($1) ORDER BY id', [workspaceIds])) as Array<{ id: string; workspace_id: string }>;
@@ -137,9 +170,11 @@ describe('workspace lifecycle events: outbox and relay', () => {
         return d.length >= events.length ? d : undefined;
       }, 180_000, 100);
       checkOnceInOrder(events, delivered);
-      // Both workers delivered: the kill fell inside the stream, and the second continued where the first's last commit left.
+      // The first worker delivered before its kill, its successors after (where its last commit left).
       const by = new Set(delivered.map((d) => d.delivered_by.split(':').pop()));
-      expect(by).toEqual(new Set([String(first.pid), String(second.pid)]));
+      expect(by.has(String(first.pid))).toBe(true);
+      expect(successors.some((w) => by.has(String(w.pid)))).toBe(true);
+      expect([...by].every((pid) => [first, ...successors].some((w) => String(w.pid) === pid))).toBe(true);
       expect(deliveredBeforeKill).toBeLessThan(events.length);
       // Per workspace, the payloads arrive in the order they were written.
       const payloads = (await db.query(
@@ -152,4 +187,106 @@ describe('workspace lifecycle events: outbox and relay', () => {
       }
     }, 400_000);
   });
+
+  describe('relay while Redis is lost', () => {
+    const binary = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((p) => existsSync(p));
+    let api: TestApi;
+    let db: DataSource;
+    let redis: PrivateRedis;
+    let worker: WorkerProcess | null = null;
+
+    beforeAll(async () => {
+      if (!binary) throw new Error('redis-server is needed for this test');
+      redis = await PrivateRedis.start(binary);
+      api = await TestApi.start({ REDIS_URL: redis.url });
+      db = api.app.get(DataSource);
+    });
+    afterAll(async () => {
+      await worker?.kill('SIGKILL').catch(() => undefined);
+      await api?.close();
+      await redis?.stop();
+    });
+
+    it('events keep arriving once each, in order, while Redis is down and after it comes back empty', async () => {
+      worker = WorkerProcess.spawn(api.settings);
+      await worker.ready();
+      const workspaceIds = Array.from({ length: 4 }, () => randomUUID());
+      let n = 0;
+      const writeRound = async (count: number) => {
+        for (let i = 0; i < count; i++, n++) {
+          await db.transaction((tx) => appendWorkspaceEvents(tx, workspaceIds[n % workspaceIds.length], [{ type: 'running', payload: { status: 'running', n } }]));
+        }
+      };
+      const allDelivered = (count: number) =>
+        waitFor(`${count} events delivered`, async () => ((await deliveries(db, workspaceIds)).length >= count ? true : undefined), 120_000, 50);
+
+      await writeRound(8);
+      await allDelivered(8);
+      await redis.stop(); // every job, schedule and lock with it: nothing is persisted
+      await writeRound(12);
+      await allDelivered(20);
+      await redis.restart();
+      await writeRound(8);
+      await allDelivered(28);
+      expect(worker.alive).toBe(true);
+
+      const events = (await db.query('SELECT id, workspace_id FROM workspace_events WHERE workspace_id = ANY($1) ORDER BY id', [workspaceIds])) as Array<{ id: string; workspace_id: string }>;
+      expect(events).toHaveLength(28);
+      checkOnceInOrder(events, await deliveries(db, workspaceIds));
+    }, 300_000);
+  });
 });
+
+/** redis-server on a free loopback port, without persistence (a restart comes back empty). */
+class PrivateRedis {
+  private constructor(private child: ChildProcess, private readonly binary: string, readonly port: number) {}
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  static async start(binary: string): Promise<PrivateRedis> {
+    const port = await new Promise<number>((resolve, reject) => {
+      const probe = createServer().once('error', reject).listen(0, '127.0.0.1', () => {
+        const { port: free } = probe.address() as { port: number };
+        probe.close(() => resolve(free));
+      });
+    });
+    const redis = new PrivateRedis(PrivateRedis.spawn(binary, port), binary, port);
+    await redis.ready();
+    return redis;
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    this.child = PrivateRedis.spawn(this.binary, this.port);
+    await this.ready();
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    const exited = new Promise((resolve) => this.child.once('exit', resolve));
+    this.child.kill('SIGTERM');
+    await exited;
+  }
+
+  private static spawn(binary: string, port: number): ChildProcess {
+    return spawn(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  }
+
+  private async ready(): Promise<void> {
+    const child = this.child;
+    await waitFor('private redis-server', async () => {
+      if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`);
+      const client = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      try {
+        await client.connect();
+        return (await client.ping()) === 'PONG' ? true : undefined;
+      } catch {
+        return undefined;
+      } finally {
+        client.disconnect();
+      }
+    }, 30_000, 100);
+  }
+}
