@@ -1,4 +1,5 @@
 import type { ExecResult } from '@ws/agent';
+import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
@@ -138,12 +139,17 @@ describe('staging pools on a real Docker engine', () => {
     await waitFor('pool removed', async () => ((await pool(configId)).all.length === 0 ? true : undefined), 180_000, 250);
   }, 900_000);
 
-  it('20 concurrent requests against a pool of 5: 5 staged, 15 fresh, none shared', async () => {
+  it('20 concurrent requests on two api processes against a pool of 5: 5 staged, 15 fresh, none shared', async () => {
     const configId = await createConfig({ num_sessions: 5, expiration: 1 });
     const staged = await filled(configId, 5);
     // No worker during the burst: nothing refills or starts, so exactly the five staged ones can be claimed.
     await api.stopWorker();
-    const answers = await Promise.all(userIds.map((userId) => api.call('request_workspace', key, { user_id: userId, image_id: imageId })));
+    // Half of them through a second api process on the same database, as a replica behind a load balancer.
+    const replica = await api.replica();
+    const viaReplica = (userId: string) =>
+      request(replica.getHttpServer()).post('/api/public/request_workspace').set('content-type', 'application/json').send({ ...key, user_id: userId, image_id: imageId });
+    const answers = await Promise.all(userIds.map((userId, i) => (i % 2 ? viaReplica(userId) : api.call('request_workspace', key, { user_id: userId, image_id: imageId }))))
+      .finally(() => replica.close());
     for (const a of answers) expect(a.status).toBe(200);
     const served = answers.filter((a) => a.body.status === 'running');
     const fresh = answers.filter((a) => a.body.status === 'starting');
