@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryRunner } from 'typeorm';
@@ -14,6 +14,8 @@ export const WORKSPACE_EVENT_CHANNEL = 'workspace_event';
 const MAX_EVENTS_PER_RUN = 500;
 const DEFAULT_ATTEMPTS = 10;
 const DEFAULT_BACKOFF_MS = 1000;
+/** How long shutdown waits for the delivery in flight. */
+const SHUTDOWN_WAIT_MS = 5000;
 /** Events and delivery records older than this are pruned. */
 export const WORKSPACE_EVENT_RETENTION_DAYS = 7;
 
@@ -42,12 +44,13 @@ type Step = 'delivered' | 'idle' | 'busy' | 'failed';
  * the `workspace-events.relay` job (the backstop when a notice is lost).
  */
 @Injectable()
-export class WorkspaceEventRelay implements OnApplicationBootstrap {
+export class WorkspaceEventRelay implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(WorkspaceEventRelay.name);
   private readonly subscribers: Subscriber[] = [];
   private readonly me = `${hostname()}:${process.pid}`;
   private running: Promise<void> | null = null;
   private again = false;
+  private stopped = false;
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
@@ -78,6 +81,7 @@ export class WorkspaceEventRelay implements OnApplicationBootstrap {
 
   /** Relays now; a wake during a run makes one more run after it (coalesced, never concurrent in one process). */
   wake(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
     if (this.running) {
       this.again = true;
       return this.running;
@@ -87,7 +91,7 @@ export class WorkspaceEventRelay implements OnApplicationBootstrap {
         do {
           this.again = false;
           await this.relayAll();
-        } while (this.again);
+        } while (this.again && !this.stopped);
       } catch (err) {
         this.logger.warn(`relay: ${(err as Error).message}`);
       } finally {
@@ -97,10 +101,22 @@ export class WorkspaceEventRelay implements OnApplicationBootstrap {
     return this.running;
   }
 
+  /**
+   * At shutdown, before the database closes: no new deliveries, and the one in flight may finish (bounded; one
+   * cut short is rolled back and delivered again by the next worker).
+   */
+  async onModuleDestroy(): Promise<void> {
+    this.stopped = true;
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, SHUTDOWN_WAIT_MS)));
+    await Promise.race([this.running ?? Promise.resolve(), bound]);
+    clearTimeout(timer);
+  }
+
   /** One pass over every subscriber, each up to MAX_EVENTS_PER_RUN events. */
   async relayAll(): Promise<void> {
     for (const subscriber of this.subscribers) {
-      for (let n = 0; n < MAX_EVENTS_PER_RUN; n++) {
+      for (let n = 0; n < MAX_EVENTS_PER_RUN && !this.stopped; n++) {
         if ((await this.deliverNext(subscriber)) !== 'delivered') break;
       }
     }
