@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Redis from 'ioredis';
 import { Client } from 'pg';
+import { DataSource } from 'typeorm';
+import { parseId } from '@ws/common';
 import { PgNotifications } from '@ws/database';
 import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
@@ -64,6 +66,8 @@ describeIfBinaries('dependency faults: PostgreSQL stopped or stalled, Redis paus
     }
   });
 
+  const liveWorkspaces = async () =>
+    Number((await api.app.get(DataSource).query(`SELECT count(*) AS n FROM workspaces WHERE user_id = $1 AND status <> 'deleted'`, [parseId(userId)]))[0].n);
   const requestWorkspace = () => api.call('request_workspace', admin, { user_id: userId, image_id: imageId }).timeout(NO_HANG_MS);
   const health = () => api.raw().get('/api/health').timeout(NO_HANG_MS);
   const expectUnavailable = (res: { status: number; headers: Record<string, string>; body: { error_message?: unknown } }, dependency: RegExp) => {
@@ -139,9 +143,12 @@ describeIfBinaries('dependency faults: PostgreSQL stopped or stalled, Redis paus
     expect((await requestWorkspace()).status).toBe(200);
     expect((await health()).status).toBe(200);
 
+    const liveBefore = await liveWorkspaces();
     await redis.pause(REDIS_PAUSE_MS);
 
     expectUnavailable(await requestWorkspace(), /Redis/);
+    // Refused means refused: the recorded row was withdrawn, so a retry makes one workspace, not two.
+    expect(await liveWorkspaces()).toBe(liveBefore);
     const unready = await health();
     expectUnavailable(unready, /Redis/);
     expect(unready.body.error_message).not.toMatch(/PostgreSQL/);

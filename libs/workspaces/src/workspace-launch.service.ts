@@ -181,9 +181,26 @@ export class WorkspaceLaunch {
     }
   }
 
-  /** After commit: a lost enqueue leaves a `starting` row that the reaper re-enqueues under the same job id. */
+  /**
+   * After commit. When the queue refuses (Redis down: 503), the workspace is withdrawn before answering, so an
+   * integrator who retries gets one workspace, not two; a job that did reach the queue finds the row gone and
+   * does nothing. Should the withdrawal fail too, the `starting` row is the reaper's: it re-enqueues it.
+   */
   private async enqueueProvision(launch: LaunchContext): Promise<void> {
     const { id } = need(launch.workspace, 'workspace');
-    await this.jobs.enqueue('workspace.provision', { workspaceId: id }, { jobId: jobId.provision(id) });
+    try {
+      await this.jobs.enqueue('workspace.provision', { workspaceId: id }, { jobId: jobId.provision(id) });
+    } catch (err) {
+      await this.withdraw(launch).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** A recorded workspace that no worker will ever hear of: removed (no container exists), with its token and anonymous user. */
+  private async withdraw(launch: LaunchContext): Promise<void> {
+    const { id } = need(launch.workspace, 'workspace');
+    const user = need(launch.user, 'user');
+    if (await this.lifecycle.stop(id, 'failed')) await this.lifecycle.destroyed(id);
+    await (user.anonymous ? this.db.getRepository(User).delete({ id: user.id }) : this.db.getRepository(SessionToken).delete({ id: need(launch.issued, 'token').token.id }));
   }
 }
