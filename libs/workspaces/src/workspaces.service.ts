@@ -1,9 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, Repository } from 'typeorm';
-import { addSeconds, ApiError, ErrorCode, parseId } from '@ws/common';
+import { addSeconds, ApiError, ErrorCode, parseId, toWireId } from '@ws/common';
 import { EffectiveGroupSettings, usageWindowStart } from '@ws/groups/group-settings';
-import type { OwnedWorkspaceRef } from './dto/workspace.requests';
 import { findLiveWorkspace } from './workspace-lookup';
 import { Workspace } from './workspace.entity';
 import { operationalStatus } from './workspace.mappers';
@@ -26,16 +25,14 @@ export class WorkspacesService {
     private readonly teardown: WorkspaceTeardown,
   ) {}
 
-  async destroy(body: OwnedWorkspaceRef): Promise<void> {
-    const workspace = await this.findLive(body.workspace_id, body.user_id);
+  async destroy(workspace: Workspace): Promise<void> {
     await this.teardown.destroy(workspace.id, 'requested');
   }
 
   /** Resets the expiration from the user's keepalive_expiration unless the user's usage_limit is exceeded. */
-  async keepalive(workspaceId: string): Promise<{ usage_reached: boolean }> {
-    const workspace = await this.findLive(workspaceId);
+  async keepalive(workspace: Workspace): Promise<{ usage_reached: boolean }> {
     if (workspace.status !== 'running' && workspace.status !== 'starting') {
-      throw new ApiError(ErrorCode.InvalidState, `Workspace (${workspaceId}) is ${operationalStatus(workspace.status)}`);
+      throw new ApiError(ErrorCode.InvalidState, `Workspace (${toWireId(workspace.id)}) is ${operationalStatus(workspace.status)}`);
     }
     const settings = await this.settingsFor(workspace.userId as string);
     if (settings.usageLimit) {

@@ -35,13 +35,13 @@ export class WorkspacesController {
 
   @Operation('destroy_workspace')
   async destroy(@Body() body: OwnedWorkspaceRef) {
-    await this.workspaces.destroy(body);
+    await this.workspaces.destroy(await this.workspaces.findLive(body.workspace_id, body.user_id));
     return {};
   }
 
   @Operation('keepalive')
-  keepalive(@Body() body: WorkspaceRef) {
-    return this.workspaces.keepalive(body.workspace_id);
+  async keepalive(@Body() body: WorkspaceRef) {
+    return this.workspaces.keepalive(await this.workspaces.findLive(body.workspace_id));
   }
 
   @Operation('get_workspaces')
