@@ -13,17 +13,11 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import type { QueryResultRow } from 'pg';
 import { DataSource } from 'typeorm';
-import { ApiKeysService } from '@ws/auth';
 import { loadConfig, newId, randomSecret, sha256, toWireId } from '@ws/common';
-import { dropDatabase, migrate } from '@ws/database';
 import { Group, UserGroup } from '@ws/groups/group.entity';
-import { ImagesService } from '@ws/images';
-import { ServersService } from '@ws/servers';
 import { UsersService } from '@ws/users';
 import { Workspace } from '@ws/workspaces/workspace.entity';
-import { ZonesService } from '@ws/zones';
-import { createApi } from '../apps/api/src/bootstrap';
-import { freePort, treeCpuMs, until } from './harness';
+import { benchDeployment, BenchSettings, freePort, registerLocalDesktop, treeCpuMs, until, withSetupApi } from './harness';
 import { median } from './stats';
 
 const ROOT = join(__dirname, '..');
@@ -65,14 +59,9 @@ const fmt = (f: Figures) =>
   `${f.rps.toFixed(0).padStart(7)} req/s   ${f.cpuUs.toFixed(0).padStart(5)} µs CPU/req   p50 ${f.p50.toFixed(1).padStart(6)} ms   p99 ${f.p99.toFixed(1).padStart(6)} ms   errors ${f.errors}`;
 
 /** Stored state: users in two groups, each with a running workspace on a registered server. */
-async function seed(settings: Record<string, string>) {
-  const setup = await createApi(settings);
-  await setup.init();
-  try {
-    const zone = await setup.get(ZonesService).ensure('default');
-    const server = await setup.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 64, memory: 256 * 1024 ** 3 });
-    const image = await setup.get(ImagesService).upsert({ name: 'bench/desktop:1', friendlyName: 'Desktop', cores: 1, memory: 1024 ** 3 });
-    const { key, secret } = await setup.get(ApiKeysService).create({ name: 'bench', permissions: ['Global Admin'] });
+function seed(settings: BenchSettings) {
+  return withSetupApi(settings, async (setup) => {
+    const { server, image, key, auth } = await registerLocalDesktop(setup, { name: 'bench/desktop:1', friendlyName: 'Desktop', cores: 1, memory: 1024 ** 3 });
     const db = setup.get(DataSource);
     const administrators = await db.getRepository(Group).findOneByOrFail({ systemKey: 'administrators' });
     const workspaces: Array<{ user_id: string; workspace_id: string }> = [];
@@ -90,17 +79,13 @@ async function seed(settings: Record<string, string>) {
       });
       workspaces.push({ user_id: toWireId(user.id), workspace_id: toWireId(id) });
     }
-    return { auth: { api_key: key.apiKey, api_key_secret: secret }, secretSha256: key.secretSha256, workspaces };
-  } finally {
-    await setup.close();
-  }
+    return { auth, secretSha256: key.secretSha256, workspaces };
+  });
 }
 
 async function main(): Promise<void> {
-  const suffix = randomSecret(4);
-  const settings = { DATABASE_NAME: `ws_bench_load_${suffix}`, REDIS_PREFIX: `wsbench-${suffix}`, DEPLOYMENT_ID: `bench-${suffix}`, LOG_LEVEL: 'warn' };
-  const config = Object.assign(loadConfig(), settings);
-  await migrate(config, settings.DATABASE_NAME);
+  const deployment = await benchDeployment('load');
+  const { settings } = deployment;
   const children: ChildProcess[] = [];
   try {
     const { auth, secretSha256, workspaces } = await seed(settings);
@@ -161,7 +146,7 @@ async function main(): Promise<void> {
   } finally {
     for (const child of children) child.kill('SIGINT');
     await Promise.all(children.map((c) => (c.exitCode !== null ? undefined : new Promise((r) => c.once('exit', r)))));
-    await dropDatabase(config, settings.DATABASE_NAME);
+    await deployment.close();
   }
 }
 

@@ -8,9 +8,8 @@ import { Reflector } from '@nestjs/core';
 import * as bcrypt from 'bcryptjs';
 import { DataSource } from 'typeorm';
 import { ApiKeyAuthenticator, ApiKeysService, AuthRateLimiter, OPERATION_KEY, OperationGuard } from '@ws/auth';
-import { loadConfig, randomSecret, sha256 } from '@ws/common';
-import { dropDatabase, migrate } from '@ws/database';
-import { createApi } from '../apps/api/src/bootstrap';
+import { randomSecret, sha256 } from '@ws/common';
+import { startBenchApi } from './harness';
 
 const N = Number(process.env.BENCH_AUTH_CALLS ?? 20_000);
 
@@ -30,12 +29,8 @@ function operationContext(apiKey: string, secret: string): ExecutionContext {
 }
 
 async function main(): Promise<void> {
-  const suffix = randomSecret(4);
-  const settings = { DATABASE_NAME: `ws_bench_auth_${suffix}`, REDIS_PREFIX: `wsbench-${suffix}`, LOG_LEVEL: 'warn' };
-  const config = Object.assign(loadConfig(), settings);
-  await migrate(config, settings.DATABASE_NAME);
-  const api = await createApi(settings);
-  await api.init();
+  const bench = await startBenchApi({ kind: 'auth', listen: false });
+  const { api } = bench;
   try {
     const { key, secret } = await api.get(ApiKeysService).create({ name: 'bench', permissions: ['Users View'] });
     const authenticator = api.get(ApiKeyAuthenticator);
@@ -60,8 +55,7 @@ async function main(): Promise<void> {
     console.log(`baseline: indexed lookup per request          ${lookup.toFixed(2).padStart(10)} µs   (${(lookup / cached).toFixed(0)}× slower; ${(lookup / unknown).toFixed(0)}× a remembered miss)`);
     console.log(`baseline: bcrypt cost 10 per request          ${slowHash.toFixed(2).padStart(10)} µs   (${(slowHash / cached).toFixed(0)}× slower)`);
   } finally {
-    await api.close();
-    await dropDatabase(config, settings.DATABASE_NAME);
+    await bench.close();
   }
 }
 

@@ -11,18 +11,11 @@
  */
 import 'reflect-metadata';
 import { execFileSync } from 'node:child_process';
-import type { AddressInfo } from 'node:net';
 import { chromium, Browser } from 'playwright-core';
-import { ApiKeysService } from '@ws/auth';
-import { loadConfig, randomSecret } from '@ws/common';
-import { dropDatabase, migrate } from '@ws/database';
+import { randomSecret } from '@ws/common';
 import { ImagesService } from '@ws/images';
-import { ServersService } from '@ws/servers';
 import { RfbClient, RfbFrame } from '@ws/stream';
-import { ZonesService } from '@ws/zones';
-import { createApi } from '../apps/api/src/bootstrap';
-import { createWorker } from '../apps/worker/src/bootstrap';
-import { post, until } from './harness';
+import { BenchAuth, desktopImage, post, registerLocalDesktop, startBenchApi, until } from './harness';
 import { percentile, median, row } from './stats';
 
 const ROUNDS = Number(process.env.BENCH_FIRST_FRAME_ROUNDS ?? 10);
@@ -36,7 +29,7 @@ const BARE_LABEL = 'workspace-server.bench=first-frame';
 /** What a launch variant gets: the api's address and an integrator's credentials. */
 interface BenchContext {
   base: string;
-  auth: { api_key: string; api_key_secret: string };
+  auth: BenchAuth;
   imageId: string;
   /** The same container image under a staging config (its own image row, so on-demand requests never claim it). */
   stagedImageId: string;
@@ -173,27 +166,19 @@ async function browserFirstWindow(browser: Browser, ctx: BenchContext, variant: 
 }
 
 async function main(): Promise<void> {
-  const image = process.env.WS_TEST_DESKTOP_IMAGE ?? execFileSync('bash', ['scripts/build-desktop-image.sh'], { encoding: 'utf8' }).trim().split('\n').pop()!;
-  const suffix = randomSecret(4);
-  const settings = { DATABASE_NAME: `ws_bench_${suffix}`, REDIS_PREFIX: `wsbench-${suffix}`, DEPLOYMENT_ID: `bench-${suffix}`, LOG_LEVEL: 'warn', API_PORT: 0 };
-  const config = Object.assign(loadConfig(), settings);
-  await migrate(config, settings.DATABASE_NAME);
-  const api = await createApi(settings);
-  await api.listen(0, '127.0.0.1');
-  const base = `http://127.0.0.1:${(api.getHttpServer().address() as AddressInfo).port}`;
-  const worker = await createWorker(settings);
-  const browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run'],
-  });
+  const image = desktopImage();
+  const bench = await startBenchApi({ worker: true });
+  const { base } = bench;
+  let browser: Browser | undefined;
   try {
-    const zone = await api.get(ZonesService).ensure('default');
-    await api.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 64, memory: 256 * 1024 ** 3 });
-    const img = await api.get(ImagesService).upsert({ name: image, friendlyName: 'Desktop', cores: CORES, memory: MEMORY_MB * 1024 ** 2, xRes: X_RES, yRes: Y_RES, portMap: { vnc: '5900/tcp' } });
-    const { key, secret } = await api.get(ApiKeysService).create({ name: 'bench', permissions: ['Global Admin'] });
-    const staged = await api.get(ImagesService).upsert({ name: image, friendlyName: 'Staged desktop', cores: CORES, memory: MEMORY_MB * 1024 ** 2, xRes: X_RES, yRes: Y_RES, portMap: { vnc: '5900/tcp' } });
-    const auth = { api_key: key.apiKey, api_key_secret: secret };
+    browser = await chromium.launch({
+      executablePath: '/usr/bin/chromium',
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run'],
+    });
+    const definition = { name: image, cores: CORES, memory: MEMORY_MB * 1024 ** 2, xRes: X_RES, yRes: Y_RES, portMap: { vnc: '5900/tcp' } };
+    const { zone, image: img, auth } = await registerLocalDesktop(bench.api, { ...definition, friendlyName: 'Desktop' });
+    const staged = await bench.api.get(ImagesService).upsert({ ...definition, friendlyName: 'Staged desktop' });
     const pool = await post(base, 'create_staging_config', { ...auth, target_staging_config: { zone_id: zone.id, image_id: staged.id, num_sessions: 1, expiration: 24 } });
     const stagingConfigId = (pool.staging_config as { staging_config_id: string }).staging_config_id;
     const ctx: BenchContext = { base, auth, imageId: img.id, stagedImageId: staged.id, stagingConfigId };
@@ -212,11 +197,8 @@ async function main(): Promise<void> {
       console.log(`${name}: ratio at p50 ${(median(values) / median(bare)).toFixed(2)}, at p95 ${(percentile(values, 95) / percentile(bare, 95)).toFixed(2)}, slowest ${Math.max(...values).toFixed(0)} ms`);
     }
   } finally {
-    await browser.close();
-    await worker.close();
-    await api.close();
-    for (const id of docker('ps', '-aq', '--filter', `label=workspace-server.deployment-id=${settings.DEPLOYMENT_ID}`).split('\n').filter(Boolean)) docker('rm', '-f', id);
-    await dropDatabase(config, settings.DATABASE_NAME);
+    await browser?.close();
+    await bench.close();
   }
 }
 

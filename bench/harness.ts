@@ -1,6 +1,15 @@
-/** Helpers shared by the benchmarks: loopback ports, bounded waits, the public API, CPU time read from /proc. */
+/**
+ * Helpers shared by the benchmarks: loopback ports, bounded waits, the public API, CPU time read from /proc, and
+ * one bench deployment's setup and teardown.
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { AddressInfo, createServer } from 'node:net';
+import type { INestApplicationContext } from '@nestjs/common';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { AppConfig } from '@ws/common';
+import type { ImageDefinition } from '@ws/images';
 
 /** Polls `check` every 100 ms until it answers a value (errors count as not yet), for at most `timeoutMs`. */
 export async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
@@ -63,4 +72,133 @@ export function treeCpuMs(rootPid: number): number {
     }
   }
   return total * TICK_MS;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// One bench deployment: its own database, Redis prefix and deployment id, torn down whatever happened.
+// The api, worker and services are imported on use, so processes that only need the helpers above (the RFB
+// client process) do not load the application.
+
+/** The reference desktop image: WS_TEST_DESKTOP_IMAGE, else what scripts/build-desktop-image.sh builds. */
+export function desktopImage(cwd = process.cwd()): string {
+  return process.env.WS_TEST_DESKTOP_IMAGE ?? execFileSync('bash', ['scripts/build-desktop-image.sh'], { cwd, encoding: 'utf8' }).trim().split('\n').pop()!;
+}
+
+/** Settings of a bench deployment of its own; `kind` goes into the database name (ws_bench_<kind>_…). */
+export function benchSettings(kind?: string) {
+  const suffix = randomBytes(4).toString('hex');
+  return { DATABASE_NAME: `ws_bench_${kind ? `${kind}_` : ''}${suffix}`, REDIS_PREFIX: `wsbench-${suffix}`, DEPLOYMENT_ID: `bench-${suffix}`, LOG_LEVEL: 'warn' };
+}
+
+export type BenchSettings = ReturnType<typeof benchSettings>;
+
+export interface BenchDeployment {
+  settings: BenchSettings;
+  config: AppConfig;
+  /** Removes the deployment's containers (by label) and drops its database; each step runs even if another failed. */
+  close(): Promise<void>;
+}
+
+/** A migrated database for a bench deployment, for benches that run the api and worker as processes of their own. */
+export async function benchDeployment(kind?: string): Promise<BenchDeployment> {
+  const settings = benchSettings(kind);
+  const [{ loadConfig }, { dropDatabase, migrate }] = await Promise.all([import('@ws/common'), import('@ws/database')]);
+  const config = Object.assign(loadConfig(), settings);
+  const close = () => closeAll([() => removeContainers(settings.DEPLOYMENT_ID), () => dropDatabase(config, settings.DATABASE_NAME)]);
+  await migrate(config, settings.DATABASE_NAME).catch(async (err: Error) => {
+    await close();
+    throw err;
+  });
+  return { settings, config, close };
+}
+
+export interface BenchApi extends BenchDeployment {
+  api: NestFastifyApplication;
+  /** The api's address on loopback (empty when it was not asked to listen). */
+  base: string;
+  worker?: INestApplicationContext;
+}
+
+/**
+ * An in-process api (listening on a loopback port unless `listen: false`) and, with `worker`, an in-process
+ * worker on a fresh bench deployment. close() stops them, then removes containers and the database.
+ */
+export async function startBenchApi(options: { worker?: boolean; listen?: boolean; kind?: string } = {}): Promise<BenchApi> {
+  const deployment = await benchDeployment(options.kind);
+  const stops: Array<() => Promise<unknown>> = [];
+  const close = () => closeAll([...[...stops].reverse(), deployment.close]);
+  try {
+    const { createApi } = await import('../apps/api/src/bootstrap');
+    const api = await createApi({ ...deployment.settings, API_PORT: 0 });
+    stops.push(() => api.close());
+    let base = '';
+    if (options.listen ?? true) {
+      await api.listen(0, '127.0.0.1');
+      base = `http://127.0.0.1:${(api.getHttpServer().address() as AddressInfo).port}`;
+    } else {
+      await api.init();
+    }
+    let worker: INestApplicationContext | undefined;
+    if (options.worker) {
+      const { createWorker } = await import('../apps/worker/src/bootstrap');
+      const started = await createWorker(deployment.settings);
+      stops.push(() => started.close());
+      worker = started;
+    }
+    return { ...deployment, api, base, worker, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+/** Runs `fn` on an in-process api that does not listen (registration through the services), then closes it. */
+export async function withSetupApi<T>(settings: BenchSettings, fn: (api: NestFastifyApplication) => Promise<T>): Promise<T> {
+  const { createApi } = await import('../apps/api/src/bootstrap');
+  const api = await createApi(settings);
+  try {
+    await api.init();
+    return await fn(api);
+  } finally {
+    await api.close();
+  }
+}
+
+/** Integrator credentials: `api_key` and `api_key_secret` of a Global Admin key. */
+export interface BenchAuth {
+  api_key: string;
+  api_key_secret: string;
+}
+
+/**
+ * Registers the default zone, this machine's Docker as server `local` (64 cores, 256 GiB unless told) and the
+ * image, and makes a Global Admin API key.
+ */
+export async function registerLocalDesktop(app: INestApplicationContext, image: ImageDefinition, server: { cores: number; memory: number } = { cores: 64, memory: 256 * 1024 ** 3 }) {
+  const [{ ZonesService }, { ServersService }, { ImagesService }, { ApiKeysService }] = await Promise.all([import('@ws/zones'), import('@ws/servers'), import('@ws/images'), import('@ws/auth')]);
+  const zone = await app.get(ZonesService).ensure('default');
+  const localServer = await app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, ...server });
+  const img = await app.get(ImagesService).upsert(image);
+  const { key, secret } = await app.get(ApiKeysService).create({ name: 'bench', permissions: ['Global Admin'] });
+  const auth: BenchAuth = { api_key: key.apiKey, api_key_secret: secret };
+  return { zone, server: localServer, image: img, key, auth };
+}
+
+/** Removes every container labelled with the deployment id. */
+export function removeContainers(deploymentId: string): void {
+  const ids = execFileSync('docker', ['ps', '-aq', '--filter', `label=workspace-server.deployment-id=${deploymentId}`], { encoding: 'utf8' }).split('\n').filter(Boolean);
+  if (ids.length) execFileSync('docker', ['rm', '-f', ...ids], { stdio: 'ignore' });
+}
+
+/** Runs every step, in order, even after one failed; rethrows the first failure at the end. */
+async function closeAll(steps: Array<() => unknown>): Promise<void> {
+  let failure: unknown;
+  for (const step of steps) {
+    try {
+      await step();
+    } catch (err) {
+      failure ??= err;
+    }
+  }
+  if (failure) throw failure;
 }

@@ -5,17 +5,8 @@
  * staged requests outside the timed window. Knobs: BENCH_STAGED_ROUNDS (30), BENCH_COLD_ROUNDS (8), BENCH_POLL_MS (50).
  */
 import 'reflect-metadata';
-import { execFileSync } from 'node:child_process';
-import type { AddressInfo } from 'node:net';
-import { ApiKeysService } from '@ws/auth';
-import { loadConfig, randomSecret } from '@ws/common';
-import { dropDatabase, migrate } from '@ws/database';
 import { ImagesService } from '@ws/images';
-import { ServersService } from '@ws/servers';
-import { ZonesService } from '@ws/zones';
-import { createApi } from '../apps/api/src/bootstrap';
-import { createWorker } from '../apps/worker/src/bootstrap';
-import { post, until } from './harness';
+import { desktopImage, post, registerLocalDesktop, startBenchApi, until } from './harness';
 import { median, percentile, row } from './stats';
 
 const STAGED_ROUNDS = Number(process.env.BENCH_STAGED_ROUNDS ?? 30);
@@ -25,29 +16,15 @@ const POOL = 3;
 const CORES = 1;
 const MEMORY_MB = 512;
 
-function docker(...args: string[]): string {
-  return execFileSync('docker', args, { encoding: 'utf8' }).trim();
-}
-
 async function main(): Promise<void> {
-  const image = process.env.WS_TEST_DESKTOP_IMAGE ?? execFileSync('bash', ['scripts/build-desktop-image.sh'], { encoding: 'utf8' }).trim().split('\n').pop()!;
-  const suffix = randomSecret(4);
-  const settings = { DATABASE_NAME: `ws_bench_${suffix}`, REDIS_PREFIX: `wsbench-${suffix}`, DEPLOYMENT_ID: `bench-${suffix}`, LOG_LEVEL: 'warn', API_PORT: 0 };
-  const config = Object.assign(loadConfig(), settings);
-  await migrate(config, settings.DATABASE_NAME);
-  const api = await createApi(settings);
-  await api.listen(0, '127.0.0.1');
-  const base = `http://127.0.0.1:${(api.getHttpServer().address() as AddressInfo).port}`;
-  const worker = await createWorker(settings);
+  const image = desktopImage();
+  const bench = await startBenchApi({ worker: true });
+  const { base } = bench;
   try {
-    const zone = await api.get(ZonesService).ensure('default');
-    await api.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 64, memory: 256 * 1024 ** 3 });
     const definition = { name: image, cores: CORES, memory: MEMORY_MB * 1024 ** 2, portMap: { vnc: '5900/tcp' } };
     // Two image rows of one container image: cold requests must not find the pool.
-    const cold = await api.get(ImagesService).upsert({ ...definition, friendlyName: 'Desktop' });
-    const staged = await api.get(ImagesService).upsert({ ...definition, friendlyName: 'Staged desktop' });
-    const { key, secret } = await api.get(ApiKeysService).create({ name: 'bench', permissions: ['Global Admin'] });
-    const auth = { api_key: key.apiKey, api_key_secret: secret };
+    const { zone, image: cold, auth } = await registerLocalDesktop(bench.api, { ...definition, friendlyName: 'Desktop' });
+    const staged = await bench.api.get(ImagesService).upsert({ ...definition, friendlyName: 'Staged desktop' });
     const user = (await post(base, 'create_user', { ...auth, target_user: { username: 'bench' } })).user as { user_id: string };
     const pool = await post(base, 'create_staging_config', { ...auth, target_staging_config: { zone_id: zone.id, image_id: staged.id, num_sessions: POOL, expiration: 24 } });
     const stagingConfigId = (pool.staging_config as { staging_config_id: string }).staging_config_id;
@@ -86,10 +63,7 @@ async function main(): Promise<void> {
     console.log(row('request → running, polling (cold, baseline)', coldMs));
     console.log(`staged/cold at p50 ${(median(stagedMs) / median(coldMs)).toFixed(3)}, at p95 ${(percentile(stagedMs, 95) / percentile(coldMs, 95)).toFixed(3)}; staged p95 ${percentile(stagedMs, 95).toFixed(1)} ms (target < 50 ms)`);
   } finally {
-    await worker.close();
-    await api.close();
-    for (const id of docker('ps', '-aq', '--filter', `label=workspace-server.deployment-id=${settings.DEPLOYMENT_ID}`).split('\n').filter(Boolean)) docker('rm', '-f', id);
-    await dropDatabase(config, settings.DATABASE_NAME);
+    await bench.close();
   }
 }
 

@@ -12,15 +12,10 @@
 import 'reflect-metadata';
 import { ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { ApiKeysService } from '@ws/auth';
-import { loadConfig, parseId, randomSecret } from '@ws/common';
-import { dataSourceOptions, dropDatabase, migrate } from '@ws/database';
+import { parseId } from '@ws/common';
+import { dataSourceOptions } from '@ws/database';
 import { DataSource } from 'typeorm';
-import { ImagesService } from '@ws/images';
-import { ServersService } from '@ws/servers';
-import { ZonesService } from '@ws/zones';
-import { createApi } from '../apps/api/src/bootstrap';
-import { freePort, listening, post, until } from './harness';
+import { benchDeployment, desktopImage, freePort, listening, post, registerLocalDesktop, until, withSetupApi } from './harness';
 import { Transport } from './rfb-bench-client';
 import { ClientProcess, Throughput } from './rfb-client-process';
 import { median, percentile } from './stats';
@@ -85,12 +80,10 @@ function startWebsockify(port: number, target: number): ChildProcess {
 }
 
 async function main(): Promise<void> {
-  const image = process.env.WS_TEST_DESKTOP_IMAGE ?? execFileSync('bash', ['scripts/build-desktop-image.sh'], { cwd: ROOT, encoding: 'utf8' }).trim().split('\n').pop()!;
-  const suffix = randomSecret(4);
+  const image = desktopImage(ROOT);
   const apiPort = await freePort();
-  const settings = { DATABASE_NAME: `ws_bench_stream_${suffix}`, REDIS_PREFIX: `wsbench-${suffix}`, DEPLOYMENT_ID: `bench-${suffix}`, LOG_LEVEL: 'warn' };
-  const config = Object.assign(loadConfig(), settings);
-  await migrate(config, settings.DATABASE_NAME);
+  const deployment = await benchDeployment('stream');
+  const { settings, config } = deployment;
   const children: ChildProcess[] = [];
   let workspaceId: string | null = null;
   const base = `http://127.0.0.1:${apiPort}`;
@@ -98,14 +91,10 @@ async function main(): Promise<void> {
   let client: ClientProcess | undefined;
   try {
     // Registration through the services, then the api and worker as processes of their own.
-    const setup = await createApi(settings);
-    await setup.init();
-    const zone = await setup.get(ZonesService).ensure('default');
-    await setup.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 8, memory: 16 * 1024 ** 3 });
-    const img = await setup.get(ImagesService).upsert({ name: image, friendlyName: 'Desktop', cores: 1, memory: 1024 ** 3 });
-    const { key, secret } = await setup.get(ApiKeysService).create({ name: 'bench', permissions: ['Global Admin'] });
-    await setup.close();
-    auth = { api_key: key.apiKey, api_key_secret: secret };
+    const registered = await withSetupApi(settings, (setup) =>
+      registerLocalDesktop(setup, { name: image, friendlyName: 'Desktop', cores: 1, memory: 1024 ** 3 }, { cores: 8, memory: 16 * 1024 ** 3 }));
+    const img = registered.image;
+    auth = registered.auth;
     const env = { ...process.env, ...settings, API_PORT: String(apiPort), API_HOST: '127.0.0.1' };
     children.push(spawn(process.execPath, [join(ROOT, 'dist/apps/worker/src/main.js')], { env, stdio: 'inherit' }));
     // API_NODE_FLAGS passes V8/node flags to the api process, for tuning experiments (e.g. --max-semi-space-size=1).
@@ -163,10 +152,7 @@ async function main(): Promise<void> {
     await until('the workspace removal', async () => ((await post(base, 'get_workspace_status', { ...auth, workspace_id: workspaceId })).error_message?.toString().startsWith('Invalid') ? true : undefined), 30_000).catch(() => undefined);
     for (const child of children) child.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 300));
-    for (const id of execFileSync('docker', ['ps', '-aq', '--filter', `label=workspace-server.deployment-id=${settings.DEPLOYMENT_ID}`], { encoding: 'utf8' }).split('\n').filter(Boolean)) {
-      execFileSync('docker', ['rm', '-f', id]);
-    }
-    await dropDatabase(config, settings.DATABASE_NAME);
+    await deployment.close();
   }
 }
 

@@ -5,21 +5,14 @@
  * Workers are real processes on the compiled worker, with the product's default lock.
  */
 import 'reflect-metadata';
-import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import type { AddressInfo } from 'node:net';
+import { ChildProcess, spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { Queue } from 'bullmq';
 import Redis from 'ioredis';
 import { DataSource } from 'typeorm';
-import { ApiKeysService } from '@ws/auth';
-import { loadConfig, randomSecret } from '@ws/common';
-import { dropDatabase, migrate } from '@ws/database';
-import { ImagesService } from '@ws/images';
+import { loadConfig } from '@ws/common';
 import { jobId, QUEUES } from '@ws/queue';
-import { ServersService } from '@ws/servers';
-import { ZonesService } from '@ws/zones';
-import { createApi } from '../apps/api/src/bootstrap';
-import { post, until } from './harness';
+import { desktopImage, post, registerLocalDesktop, startBenchApi, until } from './harness';
 import { median, percentile, row } from './stats';
 
 const ROUNDS = Number(process.env.BENCH_TAKEOVER_ROUNDS ?? 8);
@@ -53,14 +46,9 @@ class WorkerProcess {
 }
 
 async function main(): Promise<void> {
-  const image = process.env.WS_TEST_DESKTOP_IMAGE ?? execFileSync('bash', ['scripts/build-desktop-image.sh'], { encoding: 'utf8' }).trim().split('\n').pop()!;
-  const suffix = randomSecret(4);
-  const settings = { DATABASE_NAME: `ws_bench_${suffix}`, REDIS_PREFIX: `wsbench-${suffix}`, DEPLOYMENT_ID: `bench-${suffix}`, LOG_LEVEL: 'warn', API_PORT: 0 };
-  const config = Object.assign(loadConfig(), settings);
-  await migrate(config, settings.DATABASE_NAME);
-  const api = await createApi(settings);
-  await api.listen(0, '127.0.0.1');
-  const base = `http://127.0.0.1:${(api.getHttpServer().address() as AddressInfo).port}`;
+  const image = desktopImage();
+  const bench = await startBenchApi();
+  const { api, base, config, settings } = bench;
   const workerEnv = { DATABASE_NAME: settings.DATABASE_NAME, REDIS_PREFIX: settings.REDIS_PREFIX, DEPLOYMENT_ID: settings.DEPLOYMENT_ID };
   const workers = [new WorkerProcess(workerEnv), new WorkerProcess(workerEnv)];
   const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
@@ -68,11 +56,7 @@ async function main(): Promise<void> {
   const db = api.get(DataSource);
   try {
     await Promise.all(workers.map((w) => w.ready()));
-    const zone = await api.get(ZonesService).ensure('default');
-    await api.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 64, memory: 256 * 1024 ** 3 });
-    const img = await api.get(ImagesService).upsert({ name: image, friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2 });
-    const { key, secret } = await api.get(ApiKeysService).create({ name: 'bench', permissions: ['Global Admin'] });
-    const auth = { api_key: key.apiKey, api_key_secret: secret };
+    const { image: img, auth } = await registerLocalDesktop(api, { name: image, friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2 });
     const user = (await post(base, 'create_user', { ...auth, target_user: { username: 'bench' } })).user as { user_id: string };
 
     const request = async () => (await post(base, 'request_workspace', { ...auth, user_id: user.user_id, image_id: img.id })).workspace_id as string;
@@ -126,11 +110,7 @@ async function main(): Promise<void> {
     for (const w of workers) await w.kill().catch(() => undefined);
     await queue.close();
     await redis.quit();
-    await api.close();
-    for (const id of execFileSync('docker', ['ps', '-aq', '--filter', `label=workspace-server.deployment-id=${settings.DEPLOYMENT_ID}`], { encoding: 'utf8' }).split('\n').filter(Boolean)) {
-      execFileSync('docker', ['rm', '-f', id]);
-    }
-    await dropDatabase(config, settings.DATABASE_NAME);
+    await bench.close();
   }
 }
 

@@ -4,17 +4,8 @@
  */
 import 'reflect-metadata';
 import { execFileSync } from 'node:child_process';
-import type { AddressInfo } from 'node:net';
-import { ApiKeysService } from '@ws/auth';
-import { loadConfig, randomSecret } from '@ws/common';
-import { dropDatabase, migrate } from '@ws/database';
-import { ImagesService } from '@ws/images';
-import { ServersService } from '@ws/servers';
-import { ZonesService } from '@ws/zones';
 import { waitForRfb } from '@ws/agent';
-import { createApi } from '../apps/api/src/bootstrap';
-import { createWorker } from '../apps/worker/src/bootstrap';
-import { post } from './harness';
+import { desktopImage, post, registerLocalDesktop, startBenchApi } from './harness';
 import { median, row } from './stats';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 12);
@@ -39,21 +30,11 @@ async function bareDockerRun(image: string): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  const image = process.env.WS_TEST_DESKTOP_IMAGE ?? execFileSync('bash', ['scripts/build-desktop-image.sh'], { encoding: 'utf8' }).trim().split('\n').pop()!;
-  const suffix = randomSecret(4);
-  const settings = { DATABASE_NAME: `ws_bench_${suffix}`, REDIS_PREFIX: `wsbench-${suffix}`, DEPLOYMENT_ID: `bench-${suffix}`, LOG_LEVEL: 'warn', API_PORT: 0 };
-  const config = Object.assign(loadConfig(), settings);
-  await migrate(config, settings.DATABASE_NAME);
-  const api = await createApi(settings);
-  await api.listen(0, '127.0.0.1');
-  const base = `http://127.0.0.1:${(api.getHttpServer().address() as AddressInfo).port}`;
-  const worker = await createWorker(settings);
+  const image = desktopImage();
+  const bench = await startBenchApi({ worker: true });
+  const { base } = bench;
   try {
-    const zone = await api.get(ZonesService).ensure('default');
-    await api.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 64, memory: 256 * 1024 ** 3 });
-    const img = await api.get(ImagesService).upsert({ name: image, friendlyName: 'Desktop', cores: CORES, memory: MEMORY_MB * 1024 ** 2 });
-    const { key, secret } = await api.get(ApiKeysService).create({ name: 'bench', permissions: ['Global Admin'] });
-    const auth = { api_key: key.apiKey, api_key_secret: secret };
+    const { image: img, auth } = await registerLocalDesktop(bench.api, { name: image, friendlyName: 'Desktop', cores: CORES, memory: MEMORY_MB * 1024 ** 2 });
     const user = (await post(base, 'create_user', { ...auth, target_user: { username: 'bench' } })).user as { user_id: string };
 
     const ours: number[] = [];
@@ -78,10 +59,7 @@ async function main(): Promise<void> {
     console.log(row('bare docker run → VNC answers (baseline)', bare));
     console.log(`ratio at p50: ${(median(ours) / median(bare)).toFixed(2)}  (target ≤ 1.30)`);
   } finally {
-    await worker.close();
-    await api.close();
-    for (const id of docker('ps', '-aq', '--filter', `label=workspace-server.deployment-id=${settings.DEPLOYMENT_ID}`).split('\n').filter(Boolean)) docker('rm', '-f', id);
-    await dropDatabase(config, settings.DATABASE_NAME);
+    await bench.close();
   }
 }
 
