@@ -14,7 +14,6 @@ import { TestApi, TestKey } from './harness';
  */
 const UNROUTED: readonly OperationName[] = [
   'get_session_recordings', 'get_sessions_recordings', 'activate',
-  'get_cast_configs', 'get_cast_config', 'create_cast_config', 'update_cast_config', 'delete_cast_config',
   'update_egress_credential', 'delete_egress_provider_mapping',
 ];
 

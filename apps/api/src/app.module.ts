@@ -7,6 +7,7 @@ import { QueueModule } from '@ws/queue';
 import { ServersModule } from '@ws/servers';
 import { SettingsModule } from '@ws/settings';
 import { StagingModule } from '@ws/staging/staging.module';
+import { CastingModule } from '@ws/casting/casting.module';
 import { UsersModule } from '@ws/users';
 import { WorkspacesModule } from '@ws/workspaces/workspaces.module';
 import { ZonesModule } from '@ws/zones/zones.module';
@@ -20,6 +21,7 @@ import { GroupsController } from './public-api/groups.controller';
 import { ImagesController } from './public-api/images.controller';
 import { SessionTokensController } from './public-api/session-tokens.controller';
 import { StagingController } from './public-api/staging.controller';
+import { CastingController } from './public-api/casting.controller';
 import { UsersController } from './public-api/users.controller';
 import { WorkspaceStreamsController } from './public-api/workspace-streams.controller';
 import { WorkspacesController } from './public-api/workspaces.controller';
@@ -29,8 +31,8 @@ export class AppModule {
   static forRoot(overrides: Partial<AppConfig> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, WorkspacesModule, ZonesModule, ServersModule, GatewayModule, StagingModule],
-      controllers: [UsersController, GroupsController, SessionTokensController, WorkspacesController, WorkspaceStreamsController, ImagesController, StagingController, ClientLoginController, ClientSessionController, ClientConnectController, HealthController],
+      imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, WorkspacesModule, ZonesModule, ServersModule, GatewayModule, StagingModule, CastingModule],
+      controllers: [UsersController, GroupsController, SessionTokensController, WorkspacesController, WorkspaceStreamsController, ImagesController, StagingController, CastingController, ClientLoginController, ClientSessionController, ClientConnectController, HealthController],
       providers: [
         { provide: APP_GUARD, useClass: OperationGuard },
         { provide: APP_FILTER, useClass: ApiExceptionFilter },

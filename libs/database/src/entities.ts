@@ -1,4 +1,5 @@
 import { ApiKey } from '@ws/auth/api-key.entity';
+import { CastConfig } from '@ws/casting/cast-config.entity';
 import { Group, UserGroup } from '@ws/groups/group.entity';
 import { Image, ImageAttribute } from '@ws/images/image.entity';
 import { Server } from '@ws/servers/server.entity';
@@ -14,5 +15,5 @@ import { Zone } from '@ws/zones/zone.entity';
 
 /** Every entity of every area; the one list the data source, the migration check and the tests share. */
 export const ALL_ENTITIES = [
-  ApiKey, Setting, User, UserAttributes, SessionToken, LoginLink, Group, UserGroup, Zone, Server, Image, ImageAttribute, Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, StagingConfig,
+  ApiKey, Setting, User, UserAttributes, SessionToken, LoginLink, Group, UserGroup, Zone, Server, Image, ImageAttribute, Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, StagingConfig, CastConfig,
 ];

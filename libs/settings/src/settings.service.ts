@@ -8,6 +8,7 @@ import { Setting } from './setting.entity';
 type Check = (value: unknown) => string | null;
 const intBetween = (min: number, max: number): Check => (v) =>
   Number.isInteger(v) && (v as number) >= min && (v as number) <= max ? null : `must be an integer from ${min} to ${max}`;
+const shortText = (max: number): Check => (v) => (typeof v === 'string' && v.length <= max ? null : `must be a string of at most ${max} characters`);
 const oneOf = (...values: string[]): Check => (v) => (values.includes(v as string) ? null : `must be one of ${values.join(', ')}`);
 
 /** The global settings an operator may change, with their rules. Defaults are seeded by migration. */
@@ -20,6 +21,9 @@ export const GLOBAL_SETTINGS = {
   default_keepalive_expiration: intBetween(60, 366 * 86400),
   /** Seconds a get_login url stays usable. */
   login_link_lifetime: intBetween(10, 86400),
+  /** Captcha of cast links with require_recaptcha: the site key the browser shows, the private key the api verifies with. */
+  recaptcha_site_key: shortText(512),
+  recaptcha_private_key: shortText(512),
 } satisfies Record<string, Check>;
 export type GlobalSettingName = keyof typeof GLOBAL_SETTINGS;
 
