@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# npm start: installs what is missing, starts PostgreSQL, Redis and Docker, builds the desktop image,
-# migrates, registers the local Docker host and the desktop image, then runs the api and one worker.
+# npm start: installs what is missing, starts PostgreSQL, Redis and Docker, builds the reference images,
+# migrates, registers the local Docker host, the desktop and the browser image, then runs the api and one worker.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log() { printf '[start] %s\n' "$*" >&2; }
@@ -18,6 +18,11 @@ if [ "$docker_ok" = 1 ]; then
   cli server ensure-local
   cli image add "$tag" --friendly-name "${DESKTOP_IMAGE_NAME:-Desktop}" --description "Reference desktop (Xvfb, openbox, xterm)" --cores 1 --memory 1G >/dev/null
   log "image ${DESKTOP_IMAGE_NAME:-Desktop} -> $tag"
+  # The reference browser: a kiosk Chromium on WORKSPACE_URL; its go command points it at the URL a staged
+  # browser workspace receives when it is assigned.
+  browser_tag=$(bash scripts/build-browser-image.sh | tail -1)
+  cli image add "$browser_tag" --friendly-name Browser --description "Reference browser (kiosk Chromium on WORKSPACE_URL)" --browser --go-cmd workspace-browser-open --cores 1 --memory 2G >/dev/null
+  log "image Browser -> $browser_tag"
 fi
 
 pids=()

@@ -13,6 +13,9 @@ bash scripts/ensure-browser.sh
 WS_TEST_DESKTOP_IMAGE=$(bash scripts/build-desktop-image.sh | tail -1)
 export WS_TEST_DESKTOP_IMAGE
 log "desktop image $WS_TEST_DESKTOP_IMAGE"
+WS_TEST_BROWSER_IMAGE=$(bash scripts/build-browser-image.sh | tail -1)
+export WS_TEST_BROWSER_IMAGE
+log "browser image $WS_TEST_BROWSER_IMAGE"
 npm run --silent build
 # Unit tests in parallel; e2e one file at a time (each has its own database, Redis prefix and deployment id).
 npx jest "$@" --selectProjects unit --passWithNoTests

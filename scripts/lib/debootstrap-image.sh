@@ -1,0 +1,133 @@
+# shellcheck shell=bash
+# Build a reference image without any container registry: debootstrap (Debian, minbase + the packages of the
+# recipe directories) + their rootfs overlays (in order) + user "workspace" (uid/gid 1000), setuid/setgid bits
+# stripped, then `docker import` as <repo>:<12 hex of sha256(recipe files + the scripts named)>.
+# Source it (after common.sh), set the variables below, then call build_debootstrap_image.
+#   IMAGE_REPO     e.g. workspace-server/browser
+#   RECIPE_RELS    recipe directories relative to the repo (each may hold packages.txt and rootfs/), in order
+#   HASHED_RELS    further files whose content is part of the tag (the calling script, this library)
+#   IMAGE_CMD      the image's CMD, a JSON array
+#   IMAGE_MESSAGE  docker import message
+#   BUILD_TIMEOUT  seconds for debootstrap
+# stdout: ONLY the image tag. Progress goes to stderr. If the tag already exists locally, returns at once.
+
+_dbi_recipe_hash() {
+  (
+    cd "$REPO_DIR"
+    { for d in "${RECIPE_RELS[@]}"; do find "$d" -type f -print0; done | LC_ALL=C sort -z
+      printf '%s\0' "${HASHED_RELS[@]}"; } |
+      while IFS= read -r -d '' f; do
+        printf '%s %s %s\n' "$(sha256sum <"$f" | cut -c1-64)" "$([ -x "$f" ] && echo x || echo -)" "$f"
+      done | sha256sum | cut -c1-12
+  )
+}
+
+_dbi_mounts_under() {  # mount points at or below $1, deepest first
+  awk -v root="$1" '$5 == root || index($5, root "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r
+}
+
+_dbi_cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if [ -n "${_DBI_ROOTFS:-}" ] && [ -d "$_DBI_ROOTFS" ]; then
+    local m
+    for m in $(_dbi_mounts_under "$_DBI_ROOTFS"); do as_root umount -l "$m" 2>/dev/null || true; done
+    if [ -n "$(_dbi_mounts_under "$_DBI_ROOTFS")" ]; then
+      log "WARNING: filesystems still mounted under $_DBI_ROOTFS; not deleting it"
+    else
+      as_root rm -rf --one-file-system "$_DBI_ROOTFS" || log "WARNING: could not remove $_DBI_ROOTFS"
+    fi
+  fi
+  exit "$rc"
+}
+
+build_debootstrap_image() {
+  local suite=bookworm cache_dir=/var/cache/workspace-server/debootstrap
+  local tag d
+  tag="$IMAGE_REPO:$(_dbi_recipe_hash)"
+  _dbi_exists() { have docker && docker image inspect "$tag" >/dev/null 2>&1; }
+
+  if _dbi_exists; then log "image $tag is up to date"; printf '%s\n' "$tag"; return 0; fi
+  "$SCRIPT_DIR/ensure-docker.sh" >&2 || die "docker engine is not available"
+  with_lock "${IMAGE_REPO##*/}-image" 1800
+  if _dbi_exists; then log "image $tag is up to date (built by a concurrent run)"; printf '%s\n' "$tag"; return 0; fi
+
+  have debootstrap || apt_install debootstrap
+  [ -r /usr/share/keyrings/debian-archive-keyring.gpg ] || apt_install debian-archive-keyring
+  local mirror packages
+  mirror="$(debian_mirror "$suite")"
+  packages="$(for d in "${RECIPE_RELS[@]}"; do [ -f "$REPO_DIR/$d/packages.txt" ] && sed -e 's/#.*//' "$REPO_DIR/$d/packages.txt"; done |
+    tr -s ' \t\r\n' '\n' | sed '/^$/d' | awk '!seen[$0]++' | paste -sd, -)"
+  [ -n "$packages" ] || die "no packages listed in ${RECIPE_RELS[*]}"
+
+  as_root mkdir -p "$cache_dir" /var/tmp
+  _DBI_ROOTFS="$(as_root mktemp -d "/var/tmp/workspace-${IMAGE_REPO##*/}-rootfs.XXXXXX")"
+  local rootfs="$_DBI_ROOTFS"
+  trap _dbi_cleanup EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+
+  local start=$SECONDS
+  log "building $tag (debootstrap $suite from $mirror into $rootfs)"
+  log "packages: $packages"
+  if ! as_root timeout --kill-after=30 "$BUILD_TIMEOUT" debootstrap --variant=minbase --include="$packages" \
+        --cache-dir="$cache_dir" "$suite" "$rootfs" "$mirror" >&2; then
+    [ -r "$rootfs/debootstrap/debootstrap.log" ] && { log "last lines of debootstrap.log:"; tail -n 40 "$rootfs/debootstrap/debootstrap.log" >&2; }
+    die "debootstrap failed (or exceeded ${BUILD_TIMEOUT}s)"
+  fi
+  log "debootstrap done after $(( SECONDS - start ))s"
+  [ -z "$(_dbi_mounts_under "$rootfs")" ] || die "debootstrap left filesystems mounted under $rootfs"
+
+  # Overlay files, each recipe in order (a later one may replace an earlier one's file): root-owned, 0755 for
+  # executables, 0644 otherwise.
+  for d in "${RECIPE_RELS[@]}"; do
+    [ -d "$REPO_DIR/$d/rootfs" ] || continue
+    (
+      cd "$REPO_DIR/$d/rootfs"
+      find . -type f -print0 | while IFS= read -r -d '' f; do
+        mode=0644; [ -x "$f" ] && mode=0755
+        as_root install -D -o root -g root -m "$mode" "$f" "$rootfs/${f#./}"
+      done
+    )
+  done
+
+  # Unprivileged user.
+  as_root chroot "$rootfs" groupadd --gid 1000 workspace
+  as_root chroot "$rootfs" useradd --uid 1000 --gid 1000 --create-home --home-dir /home/workspace \
+    --shell /bin/bash workspace
+  as_root install -d -o root -g root -m 1777 "$rootfs/tmp/.X11-unix"
+
+  # Slim down: package caches, lists, docs, logs.
+  as_root sh -c '
+    cd "$1"
+    rm -rf var/cache/apt/archives/*.deb var/cache/apt/*.bin var/lib/apt/lists/* \
+           usr/share/doc/* usr/share/man/* usr/share/info/* usr/share/lintian/* \
+           var/cache/debconf/*-old var/lib/dpkg/*-old var/cache/ldconfig/aux-cache
+    find usr/share/locale -mindepth 1 -maxdepth 1 ! -name "locale.alias" -exec rm -rf {} +
+    find var/log -type f -exec truncate -s 0 {} +
+    mkdir -p var/lib/apt/lists/partial
+    : > etc/machine-id
+  ' sh "$rootfs"
+
+  # No setuid/setgid bits: nothing in a workspace gains privileges by running a file (workspaces also run with
+  # no-new-privileges; this holds for the image anywhere).
+  as_root find "$rootfs" -xdev -perm /6000 \( -type f -o -type d \) -exec chmod ug-s {} +
+  [ -z "$(as_root find "$rootfs" -xdev -perm /6000 -print -quit)" ] || die "setuid/setgid files remain in $rootfs"
+
+  log "importing rootfs ($(as_root du -sh --one-file-system "$rootfs" | cut -f1)) as $tag"
+  as_root tar -C "$rootfs" --numeric-owner --one-file-system \
+      --exclude='./dev/*' --exclude='./proc/*' --exclude='./sys/*' -c . |
+    docker import \
+      --change 'USER workspace' \
+      --change 'WORKDIR /home/workspace' \
+      --change 'ENV HOME=/home/workspace' \
+      --change 'ENV DISPLAY=:1' \
+      --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+      --change 'EXPOSE 5900' \
+      --change "CMD $IMAGE_CMD" \
+      --message "$IMAGE_MESSAGE" \
+      - "$tag" >&2 || die "docker import failed"
+  _dbi_exists || die "image $tag not found after import"
+  log "built $tag in $(( SECONDS - start ))s ($(docker image inspect --format '{{.Size}}' "$tag" | awk '{ printf "%.0f MB", $1 / 1e6 }'))"
+  printf '%s\n' "$tag"
+}
