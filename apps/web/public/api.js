@@ -59,6 +59,33 @@ export async function postJson(path, body, { signal, retries = 4 } = {}) {
   }
 }
 
+/** GET `path` as JSON, answering `{status, data}` like postJson (same retries). */
+export async function getJson(path, { signal, retries = 4 } = {}) {
+  for (let attempt = 0; ; attempt++) {
+    let response;
+    try {
+      response = await fetch(path, { headers: { accept: 'application/json' }, credentials: 'same-origin', cache: 'no-store', signal });
+    } catch (err) {
+      if (signal?.aborted) throw signal.reason;
+      if (attempt >= retries) throw new NetworkError(err instanceof Error ? err.message : String(err));
+      await sleep(backoff(attempt), signal);
+      continue;
+    }
+    if (TRANSIENT.has(response.status) && attempt < retries) {
+      await sleep(backoff(attempt), signal);
+      continue;
+    }
+    let data = null;
+    try {
+      data = await response.json();
+    } catch {
+      if (signal?.aborted) throw signal.reason;
+      data = null;
+    }
+    return { status: response.status, data };
+  }
+}
+
 function backoff(attempt) {
   return Math.min(500 * 2 ** attempt, 4000);
 }

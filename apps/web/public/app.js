@@ -1,6 +1,7 @@
 // The browser client of workspace-server: routes, the connect flow and the page states.
 // Test hooks: document.body.dataset.state and window.__rfb (the noVNC RFB object while a session exists).
 import { errorMessage, NetworkError, postJson, sleep } from './api.js';
+import { openCastLink, SESSION_STORAGE_KEY, takeCastReturn } from './cast.js';
 import { parseLocation } from './route.js';
 import { openSession } from './session.js';
 import { h, progressBar, showPage } from './ui.js';
@@ -11,7 +12,6 @@ const START_POLL_MAX_MS = 1000;
 const START_WAIT_MAX_MS = 180_000;
 const MAX_START_POLLS = 400;
 const MAX_STREAM_RETRIES = 3;
-const SESSION_STORAGE_KEY = 'workspace-server.session';
 const LINK_STORAGE_PREFIX = 'workspace-server.link.';
 const NOVNC = '/novnc/core/rfb.js';
 
@@ -30,6 +30,7 @@ function run() {
   current = mine;
   const work = route.name === 'workspace' || route.name === 'join' ? connect(mine, route, flags)
     : route.name === 'login' ? login(mine, route)
+      : route.name === 'cast' ? openCastLink(controller.signal, route, () => run())
       : Promise.resolve(landing());
   work.catch((err) => {
     if (controller.signal.aborted) return;
@@ -332,6 +333,12 @@ async function login(mine, route) {
       }));
     } catch {
       // storage disabled (private mode, sandboxed iframe): the sign-in still happened
+    }
+    // Sent here by a casting link that needs a signed-in visitor: back to it.
+    const castLink = takeCastReturn();
+    if (castLink) {
+      location.replace(castLink);
+      return;
     }
     document.title = 'Signed in · workspace-server';
     showPage({

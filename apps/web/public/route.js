@@ -5,12 +5,16 @@
 //   the same without <session_jwt>: what the address bar shows once the client has taken the JWT out of it
 //   (it keeps the JWT in sessionStorage, so a reload of the tab still works)
 //   #/login/<secret>
+//   #/cast/<key>[?workspace_url=…&container_network=…]: a casting link (the two arguments are passed on to
+//   the api, which uses them only when the link allows it)
 //   anything else: the landing page
 //
 // The query arguments are read from the query part after the hash route and from location.search;
 // a flag is on when either says 1 (or true).
 
 export const FLAG_NAMES = ['disable_control_panel', 'disable_tips', 'disable_chat', 'disable_fixed_res'];
+/** Query arguments of a casting link that go to the api as they are. */
+export const CAST_ARGUMENT_NAMES = ['workspace_url', 'container_network'];
 
 /** @param {{hash: string, search: string}} loc */
 export function parseLocation(loc) {
@@ -18,8 +22,10 @@ export function parseLocation(loc) {
   const q = hash.indexOf('?');
   const path = q === -1 ? hash : hash.slice(0, q);
   const hashQuery = q === -1 ? '' : hash.slice(q + 1);
-  const flags = readFlags([new URLSearchParams(loc.search), new URLSearchParams(hashQuery)]);
-  return { route: parsePath(path), flags };
+  const sources = [new URLSearchParams(loc.search), new URLSearchParams(hashQuery)];
+  const route = parsePath(path);
+  if (route.name === 'cast') route.args = readArguments(sources, CAST_ARGUMENT_NAMES);
+  return { route, flags: readFlags(sources) };
 }
 
 function parsePath(path) {
@@ -38,6 +44,7 @@ function parsePath(path) {
   if (linked && a === 'connect' && b === 'workspace') return { name: 'workspace', workspaceId: c, userId: d, jwt };
   if (linked && a === 'connect' && b === 'join') return { name: 'join', shareId: c, userId: d, jwt };
   if (decoded.length === 2 && a === 'login') return { name: 'login', secret: b };
+  if (decoded.length === 2 && a === 'cast') return { name: 'cast', key: b };
   return { name: 'landing' };
 }
 
@@ -48,4 +55,16 @@ function readFlags(sources) {
     flags[name] = sources.some((params) => params.getAll(name).some((v) => v === '1' || v.toLowerCase() === 'true'));
   }
   return flags;
+}
+
+/** The named arguments that are present (the hash's query wins over location.search); absent ones are left out. */
+function readArguments(sources, names) {
+  const args = {};
+  for (const name of names) {
+    for (const params of sources) {
+      const value = params.get(name);
+      if (value !== null && value !== '') args[name] = value;
+    }
+  }
+  return args;
 }
