@@ -1,5 +1,14 @@
-import { GroupsService } from '@ws/groups';
+import { createServer, Server as HttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import request from 'supertest';
+import { DataSource } from 'typeorm';
+import { newId } from '@ws/common';
+import { Group, GroupsService } from '@ws/groups';
 import { ImagesService } from '@ws/images';
+import { ServersService } from '@ws/servers';
+import { SettingsService } from '@ws/settings';
+import { ZonesService } from '@ws/zones';
+import { insertWorkspaceRow } from './fixtures';
 import { HEX32, TestApi, TestKey } from './harness';
 
 const wire = (uuid: string) => uuid.replace(/-/g, '');
@@ -80,5 +89,225 @@ describe('casting configs', () => {
     const res = await create(Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, v === 'IMAGE' ? imageId : v])));
     expect(res.status).toBe(400);
     expect(res.body.error_message).toContain(field);
+  });
+});
+
+/** A captcha verify endpoint of the test's own on loopback: a token is good when it is `solved` and the secret is the private key set. */
+async function startVerifyServer(): Promise<{ server: HttpServer; url: string; seen: URLSearchParams[] }> {
+  const seen: URLSearchParams[] = [];
+  const server = createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (chunk: string) => (body += chunk));
+    req.on('end', () => {
+      const form = new URLSearchParams(body);
+      seen.push(form);
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ success: form.get('secret') === 'the-private-key' && form.get('response') === 'solved' }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/siteverify`, seen };
+}
+
+/** POST /api/client/cast and its rules; workspaces are recorded (no worker: no container is needed to see a launch decided). */
+describe('cast launch', () => {
+  let api: TestApi;
+  let admin: TestKey;
+  let imageId: string;
+  let groupId: string;
+  let verify: Awaited<ReturnType<typeof startVerifyServer>>;
+  let db: DataSource;
+
+  beforeAll(async () => {
+    verify = await startVerifyServer();
+    api = await TestApi.start({ RECAPTCHA_VERIFY_URL: verify.url });
+    db = api.app.get(DataSource);
+    const zone = await api.app.get(ZonesService).ensure('default');
+    await api.app.get(ServersService).upsert({ hostname: 'cast-host', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 64, memory: 256 * 1024 ** 3 });
+    imageId = wire((await api.app.get(ImagesService).upsert({ name: 'example/desktop:1', friendlyName: 'Cast launch desktop', cores: 1, memory: 512 * 1024 ** 2, portMap: { vnc: '5900/tcp' } })).id);
+    admin = await api.key(['Global Admin']);
+    groupId = wire((await db.getRepository(Group).save({ id: newId(), name: 'Cast visitors', description: null, systemKey: null })).id);
+  });
+  afterAll(async () => {
+    await api?.close();
+    verify?.server.close();
+  });
+
+  let keys = 0;
+  const link = async (fields: Record<string, unknown> = {}) => {
+    const res = await api.call('create_cast_config', admin, { target_cast_config: { casting_config_name: 'Link', image_id: imageId, key: `link-${++keys}`, allow_anonymous: true, ...fields } });
+    expect(res.status).toBe(200);
+    return res.body.cast_config as { key: string; cast_config_id: string };
+  };
+  const launch = (body: Record<string, unknown>, headers: Record<string, string> = {}, server = api.app.getHttpServer()) => {
+    const req = request(server).post('/api/client/cast').set('content-type', 'application/json');
+    for (const [name, value] of Object.entries(headers)) req.set(name, value);
+    return req.send(body);
+  };
+  const loggedIn = async (username: string) => {
+    const user = await api.call('create_user', admin, { target_user: { username } });
+    const token = await api.call('create_session_token', admin, { target_user: { user_id: user.body.user.user_id } });
+    return { userId: user.body.user.user_id as string, jwt: token.body.session_token.session_jwt as string };
+  };
+  const remaining = async (castConfigId: string) => (await api.call('get_cast_config', admin, { cast_config_id: castConfigId })).body.cast_config.session_remaining;
+
+  it('info tells the client what to show first; an unknown key is a 404 naming the reason', async () => {
+    const { key } = await link({ require_recaptcha: true });
+    await api.app.get(SettingsService).set('recaptcha_site_key', 'the-site-key');
+    const info = await request(api.app.getHttpServer()).get(`/api/client/cast/${key}/info`);
+    expect(info.status).toBe(200);
+    expect(info.body).toEqual({ require_recaptcha: true, recaptcha_site_key: 'the-site-key', allow_anonymous: true });
+    const unknown = await request(api.app.getHttpServer()).get('/api/client/cast/no-such-key/info');
+    expect(unknown.status).toBe(404);
+    expect(unknown.body).toEqual({ error_message: expect.any(String), error_url: null, reason: 'unknown_link' });
+    const launched = await launch({ key: 'no-such-key' });
+    expect(launched.status).toBe(404);
+    expect(launched.body.reason).toBe('unknown_link');
+  });
+
+  it('an anonymous link makes a new user in All Users and the link group, with the link url and the disable_* flags', async () => {
+    const { key } = await link({ group_id: groupId, workspace_url: 'https://example.test/kiosk', disable_control_panel: true, disable_tips: true, enable_sharing: true });
+    const first = await launch({ key });
+    expect(first.status).toBe(200);
+    expect(first.body).toEqual({
+      workspace_id: expect.stringMatching(HEX32), user_id: expect.stringMatching(HEX32), session_jwt: expect.any(String), resumed: false,
+      workspace_url: `/#/connect/workspace/${first.body.workspace_id}/${first.body.user_id}/${first.body.session_jwt}?disable_control_panel=1&disable_tips=1`,
+      disable_control_panel: true, disable_tips: true, disable_fixed_res: false,
+    });
+    const second = await launch({ key });
+    expect(second.body.user_id).not.toBe(first.body.user_id);
+    const groups = await db.query('SELECT g.name FROM user_groups m JOIN groups g ON g.id = m.group_id WHERE m.user_id = $1 ORDER BY g.name', [first.body.user_id]);
+    expect(groups.map((g: { name: string }) => g.name)).toEqual(['All Users', 'Cast visitors']);
+    const [row] = await db.query('SELECT launch_options, sharing_enabled, image_id FROM workspaces WHERE id = $1', [first.body.workspace_id]);
+    expect(row.launch_options.workspaceUrl).toBe('https://example.test/kiosk');
+    expect(row.sharing_enabled).toBe(true);
+    expect(wire(row.image_id)).toBe(imageId);
+  });
+
+  it('workspace_url from the query argument only with dynamic_workspace_url', async () => {
+    const fixed = await link({ workspace_url: 'https://example.test/fixed' });
+    const dynamic = await link({ workspace_url: 'https://example.test/fixed', dynamic_workspace_url: true });
+    const a = await launch({ key: fixed.key, workspace_url: 'https://example.test/visitor' });
+    const b = await launch({ key: dynamic.key, workspace_url: 'https://example.test/visitor' });
+    const urlOf = async (id: string) => (await db.query('SELECT launch_options FROM workspaces WHERE id = $1', [id]))[0].launch_options.workspaceUrl;
+    expect(await urlOf(a.body.workspace_id)).toBe('https://example.test/fixed');
+    expect(await urlOf(b.body.workspace_id)).toBe('https://example.test/visitor');
+  });
+
+  it('container_network is refused: no image allows network selection', async () => {
+    const { key } = await link({ dynamic_container_network: true, error_url: 'https://example.test/oops' });
+    const res = await launch({ key, container_network: 'bridge' });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error_message: expect.any(String), error_url: 'https://example.test/oops', reason: 'network_not_allowed' });
+  });
+
+  it('an expired link refuses and names its error_url', async () => {
+    const { key } = await link({ valid_until: '2020-01-01 00:00:00', error_url: 'https://example.test/expired' });
+    const res = await launch({ key });
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ error_message: 'This link has expired', error_url: 'https://example.test/expired', reason: 'expired' });
+    const still = await link({ valid_until: '2099-01-01 00:00:00' });
+    expect((await launch({ key: still.key })).status).toBe(200);
+  });
+
+  it('allowed_referrers: the Referer host must be listed', async () => {
+    const { key } = await link({ allowed_referrers: ['good.test', '*.partner.test'] });
+    const wrong = await launch({ key }, { referer: 'https://evil.test/page' });
+    expect(wrong.status).toBe(403);
+    expect(wrong.body.reason).toBe('referrer');
+    expect((await launch({ key })).body.reason).toBe('referrer');
+    expect((await launch({ key }, { referer: 'https://good.test/some/page?x=1' })).status).toBe(200);
+    expect((await launch({ key }, { referer: 'https://shop.partner.test/' })).status).toBe(200);
+    expect((await launch({ key }, { referer: 'https://good.test.evil.test/' })).body.reason).toBe('referrer');
+  });
+
+  it('without allow_anonymous a logged-in session is required, and the launch is that user\'s', async () => {
+    const { key } = await link({ allow_anonymous: false, error_url: 'https://example.test/login' });
+    const anonymous = await launch({ key });
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.body).toEqual({ error_message: expect.any(String), error_url: 'https://example.test/login', reason: 'login_required' });
+    expect((await launch({ key, session_jwt: 'forged.jwt.value' })).body.reason).toBe('login_required');
+    const visitor = await loggedIn('cast-visitor');
+    const res = await launch({ key, session_jwt: visitor.jwt });
+    expect(res.status).toBe(200);
+    expect(res.body.user_id).toBe(visitor.userId);
+  });
+
+  it('session_remaining: 10 concurrent launches against 3 remaining launch exactly 3, and it stays at 0', async () => {
+    const config = await link({ limit_sessions: true, session_remaining: 3, error_url: 'https://example.test/full' });
+    const answers = await Promise.all(Array.from({ length: 10 }, () => launch({ key: config.key })));
+    const statuses = answers.map((a) => a.status).sort();
+    expect(statuses).toEqual([200, 200, 200, 403, 403, 403, 403, 403, 403, 403]);
+    for (const refused of answers.filter((a) => a.status === 403)) expect(refused.body).toMatchObject({ reason: 'session_limit', error_url: 'https://example.test/full' });
+    expect(await remaining(config.cast_config_id)).toBe(0);
+    const launched = answers.filter((a) => a.status === 200).map((a) => a.body.workspace_id);
+    expect(new Set(launched).size).toBe(3);
+  });
+
+  it('session_remaining is given back when the launch itself fails', async () => {
+    const disabled = await api.app.get(ImagesService).upsert({ name: 'example/desktop:1', friendlyName: 'Disabled cast desktop', portMap: { vnc: '5900/tcp' } });
+    await db.query('UPDATE images SET enabled = false WHERE id = $1', [disabled.id]);
+    const config = await link({ image_id: wire(disabled.id), limit_sessions: true, session_remaining: 2 });
+    const res = await launch({ key: config.key });
+    expect(res.status).toBe(400);
+    expect(await remaining(config.cast_config_id)).toBe(2);
+  });
+
+  it('limit_ips: ip_request_limit launches per address per period, counted across two api processes', async () => {
+    const replica = await api.replica();
+    try {
+      const { key } = await link({ limit_ips: true, ip_request_limit: 3, ip_request_seconds: 3600, error_url: 'https://example.test/slow-down' });
+      const servers = [api.app.getHttpServer(), replica.getHttpServer()];
+      const answers = [];
+      for (let i = 0; i < 5; i++) answers.push(await launch({ key }, {}, servers[i % 2]));
+      expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 429, 429]);
+      expect(answers[3].body).toMatchObject({ reason: 'address_limit', error_url: 'https://example.test/slow-down' });
+      expect(Number(answers[4].headers['retry-after'])).toBeGreaterThan(0);
+      // Another link has a count of its own.
+      const other = await link({ limit_ips: true, ip_request_limit: 1, ip_request_seconds: 3600 });
+      expect((await launch({ key: other.key }, {}, servers[1])).status).toBe(200);
+    } finally {
+      await replica.close();
+    }
+  });
+
+  it('require_recaptcha: no token, a refused token and a verified one (verify server on loopback, private key from the settings)', async () => {
+    await api.app.get(SettingsService).set('recaptcha_private_key', 'the-private-key');
+    const { key } = await link({ require_recaptcha: true, error_url: 'https://example.test/robot' });
+    const missing = await launch({ key });
+    expect(missing.status).toBe(403);
+    expect(missing.body).toMatchObject({ reason: 'captcha_required', error_url: 'https://example.test/robot' });
+    const before = verify.seen.length;
+    const refused = await launch({ key, recaptcha_token: 'guessed' });
+    expect(refused.status).toBe(403);
+    expect(refused.body.reason).toBe('captcha_failed');
+    const verified = await launch({ key, recaptcha_token: 'solved' });
+    expect(verified.status).toBe(200);
+    expect(verify.seen.slice(before).map((form) => [form.get('secret'), form.get('response'), form.get('remoteip')])).toEqual([
+      ['the-private-key', 'guessed', expect.stringContaining('127.0.0.1')],
+      ['the-private-key', 'solved', expect.stringContaining('127.0.0.1')],
+    ]);
+  });
+
+  it('allow_resume: a logged-in person with a running workspace of the image gets the same workspace with a new link', async () => {
+    const visitor = await loggedIn('cast-resumer');
+    const running = await insertWorkspaceRow(db, visitor.userId.replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5'));
+    const resuming = await link({ image_id: wire(running.imageId), allow_anonymous: false, allow_resume: true, limit_sessions: true, session_remaining: 1 });
+    const res = await launch({ key: resuming.key, session_jwt: visitor.jwt });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ workspace_id: wire(running.id), user_id: visitor.userId, resumed: true });
+    expect(res.body.session_jwt).not.toBe(visitor.jwt);
+    expect(await remaining(resuming.cast_config_id)).toBe(1);
+    const fresh = await link({ image_id: wire(running.imageId), allow_anonymous: false, allow_resume: false });
+    const notResumed = await launch({ key: fresh.key, session_jwt: visitor.jwt });
+    expect(notResumed.body.resumed).toBe(false);
+    expect(notResumed.body.workspace_id).not.toBe(wire(running.id));
+  });
+
+  it('the browser-route guard applies: a cross-site post is refused', async () => {
+    const { key } = await link();
+    const res = await launch({ key }, { origin: 'https://evil.test' });
+    expect(res.status).toBe(403);
   });
 });

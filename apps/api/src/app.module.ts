@@ -22,6 +22,7 @@ import { ImagesController } from './public-api/images.controller';
 import { SessionTokensController } from './public-api/session-tokens.controller';
 import { StagingController } from './public-api/staging.controller';
 import { CastingController } from './public-api/casting.controller';
+import { ClientCastController } from './client/client-cast.controller';
 import { UsersController } from './public-api/users.controller';
 import { WorkspaceStreamsController } from './public-api/workspace-streams.controller';
 import { WorkspacesController } from './public-api/workspaces.controller';
@@ -32,7 +33,7 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, WorkspacesModule, ZonesModule, ServersModule, GatewayModule, StagingModule, CastingModule],
-      controllers: [UsersController, GroupsController, SessionTokensController, WorkspacesController, WorkspaceStreamsController, ImagesController, StagingController, CastingController, ClientLoginController, ClientSessionController, ClientConnectController, HealthController],
+      controllers: [UsersController, GroupsController, SessionTokensController, WorkspacesController, WorkspaceStreamsController, ImagesController, StagingController, CastingController, ClientLoginController, ClientSessionController, ClientConnectController, ClientCastController, HealthController],
       providers: [
         { provide: APP_GUARD, useClass: OperationGuard },
         { provide: APP_FILTER, useClass: ApiExceptionFilter },

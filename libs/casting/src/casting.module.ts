@@ -1,12 +1,14 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { WorkspacesModule } from '@ws/workspaces/workspaces.module';
 import { CastConfig } from './cast-config.entity';
+import { CastLaunch } from './cast-launch.service';
 import { CastingService } from './casting.service';
 
-/** Casting configs (public launch links). */
+/** Casting configs (public launch links) and their launch through the workspace launch pipeline. */
 @Module({
-  imports: [TypeOrmModule.forFeature([CastConfig])],
-  providers: [CastingService],
-  exports: [CastingService],
+  imports: [TypeOrmModule.forFeature([CastConfig]), WorkspacesModule],
+  providers: [CastingService, CastLaunch],
+  exports: [CastingService, CastLaunch],
 })
 export class CastingModule {}

@@ -40,6 +40,11 @@ export class AppConfig {
    */
   @ValidateBy({ name: 'isAddressList', validator: { validate: isAddressList, defaultMessage: () => 'must be comma-separated IP addresses or CIDRs' } })
   TRUSTED_PROXIES = '';
+  /**
+   * Where the api verifies the captcha token of a cast link with require_recaptcha (form post of secret,
+   * response and remoteip; answers JSON {success}). Tests point it at a verify server of their own.
+   */
+  @Matches(/^https?:\/\/\S+$/, { message: 'must be an http(s) url' }) RECAPTCHA_VERIFY_URL = 'https://www.google.com/recaptcha/api/siteverify';
   /** Failed authentications one source address may make per AUTH_FAILURE_WINDOW_SECONDS before it gets 429. */
   @Transform(toInt) @IsInt() @Min(1) @Max(1_000_000) AUTH_FAILURES_PER_ADDRESS = 20;
   /** Failed authentications against one api_key (from any address) per window before the key gets 429. */

@@ -13,6 +13,8 @@ export enum ErrorCode {
   Forbidden = 'forbidden',
   /** The operation name is not part of the API. */
   UnknownOperation = 'unknown_operation',
+  /** A public link (a cast key) that names nothing; operations use InvalidId (400) for unknown ids. */
+  NotFound = 'not_found',
   /** The request is valid but conflicts with current state (duplicate name, user still has workspaces). */
   Conflict = 'conflict',
   /** The target exists but is not in a state that allows the operation (workspace not running). */
@@ -38,6 +40,7 @@ export function httpStatusFor(code: ErrorCode): number {
     case ErrorCode.Forbidden:
       return 403;
     case ErrorCode.UnknownOperation:
+    case ErrorCode.NotFound:
       return 404;
     case ErrorCode.Conflict:
     case ErrorCode.InvalidState:

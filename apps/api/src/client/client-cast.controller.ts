@@ -1,0 +1,28 @@
+import { Body, Controller, Get, Headers, HttpCode, Ip, Param, Post } from '@nestjs/common';
+import { PublicRoute } from '@ws/auth';
+import { CastLaunch, CastLaunchRequest, castRefused } from '@ws/casting';
+
+const CAST_KEY = /^[A-Za-z0-9_-]{1,128}$/;
+
+/**
+ * The browser client's side of a cast link (`/#/cast/<key>`): what to show first, and the launch. Public:
+ * the link is the credential, and its config's rules (CastLaunch) decide. The browser-route guard applies.
+ */
+@Controller('api/client/cast')
+export class ClientCastController {
+  constructor(private readonly casts: CastLaunch) {}
+
+  @Get(':key/info')
+  @PublicRoute()
+  info(@Param('key') key: string) {
+    if (!CAST_KEY.test(key)) throw castRefused('unknown_link', 'This link does not exist', null);
+    return this.casts.info(key);
+  }
+
+  @Post()
+  @HttpCode(200)
+  @PublicRoute()
+  launch(@Body() body: CastLaunchRequest, @Ip() address: string, @Headers('referer') referer: string | undefined) {
+    return this.casts.launch(body, { address, referer });
+  }
+}

@@ -1,0 +1,238 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { DataSource } from 'typeorm';
+import { ApiError, AppConfig, ErrorCode, parseId, toWireId } from '@ws/common';
+import { UserGroup } from '@ws/groups/group.entity';
+import { RedisConnections } from '@ws/queue/redis-connections';
+import { SettingsService } from '@ws/settings/settings.service';
+import { SessionTokensService } from '@ws/users/session-tokens.service';
+import { User } from '@ws/users/user.entity';
+import { UsersService } from '@ws/users/users.service';
+import { connectPath, Workspace, WorkspaceLaunch } from '@ws/workspaces';
+import type { CastLaunchRequest } from './dto/cast-config.requests';
+import { CastConfig } from './cast-config.entity';
+import { CastingService } from './casting.service';
+
+/** Why a cast launch was refused: the browser client names it on its error page (the N/O contract). */
+export type CastRefusal =
+  | 'unknown_link' | 'expired' | 'referrer' | 'session_limit' | 'address_limit' | 'login_required'
+  | 'captcha_required' | 'captcha_failed' | 'network_not_allowed' | 'no_capacity';
+
+const REFUSAL_CODES: Record<CastRefusal, ErrorCode> = {
+  unknown_link: ErrorCode.NotFound,
+  expired: ErrorCode.Forbidden,
+  referrer: ErrorCode.Forbidden,
+  session_limit: ErrorCode.Forbidden,
+  address_limit: ErrorCode.RateLimited,
+  login_required: ErrorCode.Unauthenticated,
+  captcha_required: ErrorCode.Forbidden,
+  captcha_failed: ErrorCode.Forbidden,
+  network_not_allowed: ErrorCode.InvalidRequest,
+  no_capacity: ErrorCode.NoCapacity,
+};
+
+/** A refused visit: `{error_message, error_url, reason}`, with the status of the reason's code. */
+export function castRefused(reason: CastRefusal, message: string, errorUrl: string | null, retryAfterSeconds?: number): ApiError {
+  return new ApiError(REFUSAL_CODES[reason], message, { error_url: errorUrl, reason }, retryAfterSeconds === undefined ? {} : { retryAfterSeconds });
+}
+
+/** Who is visiting, as the request edge saw it. */
+export interface CastVisitor {
+  /** Source address (Fastify's request.ip: X-Forwarded-For only from TRUSTED_PROXIES). */
+  address: string;
+  referer: string | undefined;
+}
+
+export interface CastLaunchAnswer {
+  workspace_id: string;
+  user_id: string;
+  session_jwt: string;
+  workspace_url: string;
+  resumed: boolean;
+  disable_control_panel: boolean;
+  disable_tips: boolean;
+  disable_fixed_res: boolean;
+}
+
+/** Bounds the wait on the captcha verify endpoint: a hung verifier must not hang the visit. */
+const VERIFY_TIMEOUT_MS = 10_000;
+
+/**
+ * The public launch of a cast link (`POST /api/client/cast`): applies the config's rules in order (link,
+ * validity, referrer, visitor, captcha, network, resume, address limit, session limit) and launches through
+ * WorkspaceLaunch, the same pipeline as request_workspace (staged workspaces included).
+ */
+@Injectable()
+export class CastLaunch {
+  private readonly logger = new Logger(CastLaunch.name);
+  private readonly limiters = new Map<string, RateLimiterRedis>();
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly casting: CastingService,
+    private readonly launcher: WorkspaceLaunch,
+    private readonly users: UsersService,
+    private readonly tokens: SessionTokensService,
+    private readonly settings: SettingsService,
+    private readonly redis: RedisConnections,
+    private readonly config: AppConfig,
+  ) {}
+
+  /** `GET /api/client/cast/<key>/info`: what the client shows before launching. */
+  async info(key: string) {
+    const config = await this.findLink(key);
+    const siteKey = await this.settings.get<string>('recaptcha_site_key');
+    return { require_recaptcha: this.needsCaptcha(config), recaptcha_site_key: siteKey || null, allow_anonymous: config.allowAnonymous };
+  }
+
+  async launch(body: CastLaunchRequest, visitor: CastVisitor): Promise<CastLaunchAnswer> {
+    const config = await this.findLink(body.key);
+    const refuse = (reason: CastRefusal, message: string, retryAfterSeconds?: number) => castRefused(reason, message, config.errorUrl, retryAfterSeconds);
+    if (config.validUntil && config.validUntil.getTime() <= Date.now()) throw refuse('expired', 'This link has expired');
+    if (!referrerAllowed(config.allowedReferrers, visitor.referer)) throw refuse('referrer', 'This link may not be opened from this page');
+    const loggedIn = body.session_jwt ? await this.loggedInUser(body.session_jwt) : null;
+    if (body.session_jwt && !loggedIn) throw refuse('login_required', 'Your login session is not valid any more; log in again');
+    if (!loggedIn && !config.allowAnonymous) throw refuse('login_required', 'Log in to open this link');
+    if (this.needsCaptcha(config) && !loggedIn) await this.verifyCaptcha(body.recaptcha_token, visitor.address, refuse);
+    if (body.container_network !== undefined) {
+      // No image offers network selection yet (docs/decisions.md, Casting): the argument is refused, never ignored.
+      throw refuse('network_not_allowed', config.dynamicContainerNetwork ? `Image ${config.image?.friendlyName ?? ''} does not allow choosing the container network` : 'This link does not allow choosing the container network');
+    }
+    if (loggedIn && config.allowResume) {
+      const resumed = await this.resume(config, loggedIn);
+      if (resumed) return resumed;
+    }
+    if (config.limitIps) await this.countAddress(config, visitor.address, refuse);
+    if (config.limitSessions && !(await this.takeSession(config.id))) throw refuse('session_limit', 'This link has no sessions left');
+    const user = loggedIn ?? (await this.anonymousUser(config));
+    try {
+      const answer = await this.launcher.request({
+        user_id: toWireId(user.id), image_id: toWireId(config.imageId), enable_sharing: config.enableSharing,
+        workspace_url: (config.dynamicWorkspaceUrl ? body.workspace_url : undefined) ?? config.workspaceUrl ?? undefined,
+      });
+      return this.answer(config, { workspaceId: answer.workspace_id, userId: answer.user_id, jwt: answer.session_token, resumed: false });
+    } catch (err) {
+      // No session came of it: the count goes back, and a visitor's user made for it goes.
+      if (config.limitSessions) await this.returnSession(config.id);
+      if (user.anonymous) await this.db.getRepository(User).delete({ id: user.id }).catch(() => undefined);
+      if (err instanceof ApiError && err.code === ErrorCode.NoCapacity) throw refuse('no_capacity', err.message, err.retryAfterSeconds);
+      throw err;
+    }
+  }
+
+  private async findLink(key: string): Promise<CastConfig> {
+    const config = await this.casting.findByKey(key);
+    if (!config) throw castRefused('unknown_link', 'This link does not exist', null);
+    return config;
+  }
+
+  /** require_recaptcha applies with allow_anonymous (spec, casting rule 7). */
+  private needsCaptcha(config: CastConfig): boolean {
+    return config.requireRecaptcha && config.allowAnonymous;
+  }
+
+  private async loggedInUser(jwt: string): Promise<User | null> {
+    const verified = await this.tokens.verify(jwt);
+    if (!verified) return null;
+    const user = await this.users.find(toWireId(verified.token.userId)).catch(() => null);
+    return user && !user.locked && !user.disabled ? user : null;
+  }
+
+  private async verifyCaptcha(token: string | undefined, address: string, refuse: (r: CastRefusal, m: string) => ApiError): Promise<void> {
+    if (!token) throw refuse('captcha_required', 'Solve the captcha to open this link');
+    const secret = await this.settings.get<string>('recaptcha_private_key');
+    if (!secret) throw refuse('captcha_failed', 'The captcha is not configured on this service (recaptcha_private_key)');
+    let success = false;
+    try {
+      const res = await fetch(this.config.RECAPTCHA_VERIFY_URL, {
+        method: 'POST', body: new URLSearchParams({ secret, response: token, remoteip: address }), signal: AbortSignal.timeout(VERIFY_TIMEOUT_MS),
+      });
+      success = res.ok && ((await res.json()) as { success?: unknown }).success === true;
+    } catch (err) {
+      this.logger.warn(`captcha verify failed: ${(err as Error).message}`);
+      throw new ApiError(ErrorCode.Unavailable, 'The captcha could not be verified right now; try again', { error_url: null, reason: 'captcha_failed' });
+    }
+    if (!success) throw refuse('captcha_failed', 'The captcha was not solved');
+  }
+
+  /** A running workspace of the link's image that the person already has: same workspace, a new link. */
+  private async resume(config: CastConfig, user: User): Promise<CastLaunchAnswer | null> {
+    const workspace = await this.db.getRepository(Workspace).findOne({
+      where: { userId: user.id, imageId: config.imageId, status: 'running' }, order: { startDate: 'DESC' },
+    });
+    if (!workspace) return null;
+    const issued = await this.tokens.createFor(user, { workspace_id: workspace.id });
+    return this.answer(config, { workspaceId: toWireId(workspace.id), userId: toWireId(user.id), jwt: issued.jwt, resumed: true });
+  }
+
+  /** ip_request_limit launches per source address per ip_request_seconds, counted in Redis (every replica shares it). */
+  private async countAddress(config: CastConfig, address: string, refuse: (r: CastRefusal, m: string, retry?: number) => ApiError): Promise<void> {
+    const name = `${config.id}:${config.ipRequestLimit}:${config.ipRequestSeconds}`;
+    let limiter = this.limiters.get(name);
+    if (!limiter) {
+      limiter = new RateLimiterRedis({
+        storeClient: this.redis.shared(), keyPrefix: `${this.redis.key()}:cast:${name}`, points: config.ipRequestLimit, duration: config.ipRequestSeconds,
+      });
+      this.limiters.set(name, limiter);
+    }
+    try {
+      await limiter.consume(address);
+    } catch (rejection) {
+      if (rejection instanceof RateLimiterRes) throw refuse('address_limit', 'Too many sessions from your address; try again later', rejection.msBeforeNext / 1000);
+      throw rejection;
+    }
+  }
+
+  /** One session off session_remaining, atomically: false when none is left (never below 0, on any replica). */
+  private async takeSession(configId: string): Promise<boolean> {
+    const rows = (await this.db.query(
+      'UPDATE cast_configs SET session_remaining = session_remaining - 1 WHERE id = $1 AND session_remaining > 0 RETURNING session_remaining', [configId],
+    )) as [unknown[], number];
+    return rows[0].length === 1;
+  }
+
+  private async returnSession(configId: string): Promise<void> {
+    await this.db.query('UPDATE cast_configs SET session_remaining = session_remaining + 1 WHERE id = $1', [configId]).catch((err: Error) => {
+      this.logger.warn(`session_remaining of cast config ${configId} not restored: ${err.message}`);
+    });
+  }
+
+  /** A new anonymous user per launch, in All Users and in the link's group. */
+  private async anonymousUser(config: CastConfig): Promise<User> {
+    const user = await this.users.createAnonymous();
+    if (config.groupId) {
+      await this.db.getRepository(UserGroup).createQueryBuilder().insert().values({ userId: user.id, groupId: config.groupId }).orIgnore().execute();
+    }
+    return user;
+  }
+
+  private answer(config: CastConfig, launched: { workspaceId: string; userId: string; jwt: string; resumed: boolean }): CastLaunchAnswer {
+    const flags = { disable_control_panel: config.disableControlPanel, disable_tips: config.disableTips, disable_fixed_res: config.disableFixedRes };
+    const query = Object.entries(flags).filter(([, on]) => on).map(([name]) => `${name}=1`).join('&');
+    const path = connectPath(parseId(launched.workspaceId) as string, parseId(launched.userId) as string, launched.jwt);
+    return {
+      workspace_id: launched.workspaceId, user_id: launched.userId, session_jwt: launched.jwt, resumed: launched.resumed,
+      workspace_url: query ? `${path}?${query}` : path, ...flags,
+    };
+  }
+}
+
+/** True when no referrers are listed, or the Referer's host (or host:port) is one of them; `*.example.com` matches subdomains. */
+export function referrerAllowed(allowed: string[], referer: string | undefined): boolean {
+  if (allowed.length === 0) return true;
+  if (!referer) return false;
+  let url: URL;
+  try {
+    url = new URL(referer);
+  } catch {
+    return false;
+  }
+  const host = url.hostname.toLowerCase();
+  return allowed.some((entry) => {
+    const wanted = entry.toLowerCase();
+    if (wanted.includes(':')) return wanted === url.host.toLowerCase();
+    if (wanted.startsWith('*.')) return host.endsWith(wanted.slice(1));
+    return host === wanted;
+  });
+}
