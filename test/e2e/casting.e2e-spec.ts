@@ -195,6 +195,23 @@ describe('cast launch', () => {
     expect(await urlOf(b.body.workspace_id)).toBe('https://example.test/visitor');
   });
 
+  it('enforce_client_settings: the link\'s flags override the group client settings of that session only', async () => {
+    const flags = {
+      allow_workspace_audio: false, allow_workspace_uploads: false, allow_workspace_downloads: true, allow_workspace_clipboard_down: false,
+      allow_workspace_clipboard_up: true, allow_workspace_microphone: true, allow_workspace_sharing: false, workspace_audio_default_on: false,
+      workspace_ime_mode_default_on: true,
+    };
+    const enforced = await link({ enforce_client_settings: true, ...flags });
+    const notEnforced = await link({ enforce_client_settings: false, ...flags });
+    const a = await launch({ key: enforced.key });
+    const b = await launch({ key: notEnforced.key });
+    const listed = (await api.call('get_workspaces', admin)).body.workspaces as Array<{ workspace_id: string; client_settings: Record<string, unknown> }>;
+    const settingsOf = (id: string) => listed.find((w) => w.workspace_id === id)?.client_settings;
+    expect(settingsOf(a.body.workspace_id)).toMatchObject(flags);
+    expect(settingsOf(b.body.workspace_id)).toMatchObject({ allow_workspace_audio: true, allow_workspace_uploads: true, allow_workspace_microphone: false, allow_workspace_sharing: true });
+    expect(settingsOf(b.body.workspace_id)).not.toHaveProperty('workspace_ime_mode_default_on');
+  });
+
   it('container_network is refused: no image allows network selection', async () => {
     const { key } = await link({ dynamic_container_network: true, error_url: 'https://example.test/oops' });
     const res = await launch({ key, container_network: 'bridge' });

@@ -82,5 +82,5 @@ export const CAST_FLAG_NAMES = Object.keys(CAST_FLAGS) as CastFlag[];
 /** The client settings a config enforces on its sessions with enforce_client_settings. */
 export const ENFORCED_CLIENT_SETTINGS = [
   'allow_workspace_audio', 'allow_workspace_uploads', 'allow_workspace_downloads', 'allow_workspace_clipboard_down', 'allow_workspace_clipboard_up',
-  'allow_workspace_microphone', 'allow_workspace_sharing', 'workspace_audio_default_on',
+  'allow_workspace_microphone', 'allow_workspace_sharing', 'workspace_audio_default_on', 'workspace_ime_mode_default_on',
 ] as const satisfies readonly CastFlag[];

@@ -11,7 +11,7 @@ import { User } from '@ws/users/user.entity';
 import { UsersService } from '@ws/users/users.service';
 import { connectPath, Workspace, WorkspaceLaunch } from '@ws/workspaces';
 import type { CastLaunchRequest } from './dto/cast-config.requests';
-import { CastConfig } from './cast-config.entity';
+import { CAST_FLAGS, CastConfig, ENFORCED_CLIENT_SETTINGS } from './cast-config.entity';
 import { CastingService } from './casting.service';
 
 /** Why a cast launch was refused: the browser client names it on its error page (the N/O contract). */
@@ -110,7 +110,7 @@ export class CastLaunch {
       const answer = await this.launcher.request({
         user_id: toWireId(user.id), image_id: toWireId(config.imageId), enable_sharing: config.enableSharing,
         workspace_url: (config.dynamicWorkspaceUrl ? body.workspace_url : undefined) ?? config.workspaceUrl ?? undefined,
-      });
+      }, config.enforceClientSettings ? { clientSettingsOverride: enforcedSettings(config) } : {});
       return this.answer(config, { workspaceId: answer.workspace_id, userId: answer.user_id, jwt: answer.session_token, resumed: false });
     } catch (err) {
       // No session came of it: the count goes back, and a visitor's user made for it goes.
@@ -216,6 +216,11 @@ export class CastLaunch {
       workspace_url: query ? `${path}?${query}` : path, ...flags,
     };
   }
+}
+
+/** The client settings a config with enforce_client_settings puts on its sessions. */
+function enforcedSettings(config: CastConfig): Record<string, boolean> {
+  return Object.fromEntries(ENFORCED_CLIENT_SETTINGS.map((name) => [name, config[CAST_FLAGS[name]]]));
 }
 
 /** True when no referrers are listed, or the Referer's host (or host:port) is one of them; `*.example.com` matches subdomains. */

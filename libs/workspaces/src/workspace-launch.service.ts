@@ -30,9 +30,16 @@ export interface LaunchAnswer {
   workspace_url: string;
 }
 
+/** Inputs of a launch that are not the integrator's to set (a cast link's rules). */
+export interface LaunchInputs {
+  /** Client settings that override the user's groups' for this workspace (enforce_client_settings of a cast link). */
+  clientSettingsOverride?: Record<string, boolean>;
+}
+
 /** What the steps of one launch learn, in order; a step reads what the steps before it set. */
 export interface LaunchContext {
   readonly request: RequestWorkspaceRequest;
+  readonly inputs: LaunchInputs;
   user?: User;
   settings?: EffectiveGroupSettings;
   image?: Image;
@@ -76,7 +83,7 @@ export class WorkspaceLaunch {
     this.steps = [
       { name: 'check request', run: async (l) => this.checkRequest(l) },
       { name: 'resolve user', run: (l) => this.resolveUser(l) },
-      { name: 'effective settings', run: async (l) => void (l.settings = await this.settings.of(need(l.user, 'user').id)) },
+      { name: 'effective settings', run: (l) => this.effectiveSettings(l) },
       { name: 'image', run: (l) => this.resolveImage(l) },
       { name: 'limits', run: async (l) => this.checkLimits(l) },
       { name: 'claim staged', run: (l) => this.claimStaged(l) },
@@ -86,8 +93,8 @@ export class WorkspaceLaunch {
     ];
   }
 
-  async request(request: RequestWorkspaceRequest): Promise<LaunchAnswer> {
-    const launch: LaunchContext = { request };
+  async request(request: RequestWorkspaceRequest, inputs: LaunchInputs = {}): Promise<LaunchAnswer> {
+    const launch: LaunchContext = { request, inputs };
     for (const step of this.steps) {
       await step.run(launch);
       if (launch.answer) return launch.answer;
@@ -111,6 +118,13 @@ export class WorkspaceLaunch {
   private async resolveUser(launch: LaunchContext): Promise<void> {
     const { user_id: userId } = launch.request;
     launch.user = userId !== undefined ? await this.users.findActive(userId) : await this.users.createAnonymous();
+  }
+
+  /** The user's group settings; a launch's client-settings override wins (staged match and sharing limit included). */
+  private async effectiveSettings(launch: LaunchContext): Promise<void> {
+    const settings = await this.settings.of(need(launch.user, 'user').id);
+    const override = launch.inputs.clientSettingsOverride ?? {};
+    launch.settings = { ...settings, clientSettings: { ...settings.clientSettings, ...override } };
   }
 
   /** image_id, else the user's default image, else their groups'. */
@@ -140,6 +154,10 @@ export class WorkspaceLaunch {
     const user = need(launch.user, 'user');
     const staged = await this.stagedClaim.claim({ user, image: need(launch.image, 'image'), settings: need(launch.settings, 'settings'), request: launch.request });
     if (!staged) return;
+    const override = launch.inputs.clientSettingsOverride;
+    if (override && Object.keys(override).length > 0) {
+      await this.db.query('UPDATE workspaces SET client_settings_override = $1 WHERE id = $2', [JSON.stringify(override), staged.workspaceId]);
+    }
     launch.answer = {
       workspace_id: toWireId(staged.workspaceId), session_token: staged.jwt, username: user.username, status: 'running', share_id: staged.shareId,
       user_id: toWireId(user.id), workspace_url: connectPath(staged.workspaceId, user.id, staged.jwt),
@@ -169,6 +187,7 @@ export class WorkspaceLaunch {
           id: workspaceId, userId: user.id, imageId: image.id, serverId: server.id, operationalMessage: 'Waiting for a worker', operationalProgress: 0,
           containerId: null, containerIp: null, hostPorts: {}, cores: image.cores, memory: image.memory, token: randomSecret(32), viewOnlyToken: randomSecret(32),
           shareId: randomSecret(16), sharingEnabled: body.enable_sharing ?? false, environment: body.environment ?? {}, sessionTokenId: issued.token.id,
+          clientSettingsOverride: launch.inputs.clientSettingsOverride ?? {},
           launchOptions: { clientLanguage: body.client_language, clientTimezone: body.client_timezone, workspaceUrl: body.workspace_url },
           persistentProfileMode: profile, isPersistentProfile: profile !== null && profile !== 'Disabled',
           startDate: start, keepaliveDate: start, expirationDate: addSeconds(start, settings.keepaliveExpiration), destroyedAt: null, destroyReason: null,

@@ -41,6 +41,8 @@ export class Workspace {
   @Index({ unique: true }) @Column('text') shareId!: string;
   @Column('boolean', { default: false }) sharingEnabled!: boolean;
   @Column('jsonb', { default: () => "'{}'" }) environment!: Record<string, string>;
+  /** Client settings this workspace has over its owner's groups' (a cast link with enforce_client_settings). */
+  @Column('jsonb', { default: () => "'{}'" }) clientSettingsOverride!: Record<string, boolean>;
   @Column('text', { nullable: true }) persistentProfileMode!: string | null;
   @Column('boolean', { default: false }) isPersistentProfile!: boolean;
   /**

@@ -56,8 +56,13 @@ export function toWorkspaceResponse(w: Workspace, clientSettings: ClientSettings
     persistent_profile_mode: w.persistentProfileMode,
     point_of_presence: null,
     port_map: Object.fromEntries(Object.entries(portMap).map(([name, spec]) => [name, { port: Number(spec.split('/')[0]), path: streamPath(w.id, name) }])),
-    client_settings: clientSettings,
+    client_settings: withOverride(clientSettings, w),
   };
+}
+
+/** The effective client settings of one workspace: its owner's groups', overlaid with the workspace's own override. */
+export function withOverride(clientSettings: ClientSettings, w: Pick<Workspace, 'clientSettingsOverride'>): ClientSettings {
+  return w.clientSettingsOverride && Object.keys(w.clientSettingsOverride).length > 0 ? { ...clientSettings, ...w.clientSettingsOverride } : clientSettings;
 }
 
 /** An item of get_workspaces: the Workspace object plus its server and user. */

@@ -5,7 +5,7 @@ import { LimitFailedAuth, PublicRoute } from '@ws/auth';
 import { ApiError, AppConfig, ErrorCode, toWireId } from '@ws/common';
 import { SettingsService } from '@ws/settings';
 import { UsersService } from '@ws/users';
-import { operationalStatus, streamPath, WorkspaceAccess, WorkspacesService } from '@ws/workspaces';
+import { operationalStatus, streamPath, withOverride, WorkspaceAccess, WorkspacesService } from '@ws/workspaces';
 
 class ConnectRequest {
   @IsString() @Length(1, 8192) session_jwt!: string;
@@ -62,7 +62,7 @@ export class ClientConnectController {
       operational_progress: workspace.operationalProgress,
       operational_message: workspace.operationalMessage,
       stream_path: `/${streamPath(workspace.id, 'vnc')}`,
-      client_settings: settings.clientSettings,
+      client_settings: withOverride(settings.clientSettings, workspace),
       x_res: workspace.image?.xRes ?? null,
       y_res: workspace.image?.yRes ?? null,
     };
