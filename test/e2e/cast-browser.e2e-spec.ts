@@ -1,0 +1,170 @@
+/**
+ * Casting links in the browser client: Debian's chromium (playwright-core) opens `/#/cast/<key>` against a real
+ * api on loopback with a worker and real workspace containers. An anonymous link opens a live desktop; a visit
+ * over the link's address limit lands on its error_url (a loopback page that records the visit); a signed-in
+ * visitor who opens a resumable link twice is sent into the same workspace.
+ */
+import { execFileSync } from 'node:child_process';
+import { createServer, Server } from 'node:http';
+import { AddressInfo } from 'node:net';
+import { Browser, BrowserContext, chromium, Page } from 'playwright-core';
+import { ImagesService } from '@ws/images';
+import { ServersService } from '@ws/servers';
+import { ZonesService } from '@ws/zones';
+import { desktopImage, TestApi, TestKey, waitFor } from './harness';
+
+const CHROMIUM = '/usr/bin/chromium';
+const X_RES = 800;
+const Y_RES = 600;
+const SETTLED = ['connected', 'disconnected', 'error', 'ended', 'landing', 'logged-in', 'login-required', 'captcha'];
+
+describe('casting links in the browser client (chromium against a live api and workspaces)', () => {
+  let api: TestApi;
+  let admin: TestKey;
+  let base: string;
+  let browser: Browser;
+  let imageId: string;
+  let errorPages: Server;
+  let errorBase: string;
+  const errorVisits: string[] = [];
+  const contexts: BrowserContext[] = [];
+  const logs = new Map<Page, string[]>();
+
+  beforeAll(async () => {
+    execFileSync('bash', ['scripts/ensure-browser.sh'], { cwd: `${__dirname}/../..`, stdio: ['ignore', 'inherit', 'inherit'] });
+    // Before any worker runs: a build blocks this process (execFileSync) and would cost the workers their job locks.
+    const imageName = desktopImage();
+    api = await TestApi.start({ WORKER_LOCK_MS: 3000 });
+    await api.app.listen(0, '127.0.0.1');
+    base = (await api.app.getUrl()).replace(/\/$/, '');
+    await api.startWorker();
+    const zone = await api.app.get(ZonesService).ensure('default');
+    await api.app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 8, memory: 16 * 1024 ** 3 });
+    const image = await api.app.get(ImagesService).upsert({ name: imageName, friendlyName: 'Desktop', cores: 0.5, memory: 512 * 1024 ** 2, xRes: X_RES, yRes: Y_RES, portMap: { vnc: '5900/tcp' } });
+    imageId = image.id.replace(/-/g, '');
+    admin = await api.key(['Global Admin']);
+
+    // The integrator's error page, on loopback: records which paths the browser was sent to.
+    errorPages = createServer((req, res) => {
+      errorVisits.push(req.url ?? '');
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>sorry</title><p>over the limit</p>');
+    });
+    await new Promise<void>((resolve) => errorPages.listen(0, '127.0.0.1', resolve));
+    errorBase = `http://127.0.0.1:${(errorPages.address() as AddressInfo).port}`;
+
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run'],
+    });
+  }, 600_000);
+
+  afterEach(async () => {
+    for (const context of contexts.splice(0)) await context.close().catch(() => undefined);
+  });
+  afterAll(async () => {
+    await browser?.close().catch(() => undefined);
+    await new Promise((resolve) => (errorPages ? errorPages.close(resolve) : resolve(undefined)));
+    await api?.close();
+  });
+
+  const createLink = async (fields: Record<string, unknown>) => {
+    const res = await api.call('create_cast_config', admin, { target_cast_config: { casting_config_name: `link ${fields.key as string}`, image_id: imageId, ...fields } });
+    expect(res.status).toBe(200);
+  };
+
+  async function newPage(): Promise<Page> {
+    const context = await browser.newContext({ viewport: { width: 1024, height: 768 } });
+    contexts.push(context);
+    const page = await context.newPage();
+    const log: string[] = [];
+    logs.set(page, log);
+    page.on('console', (m) => { if (m.type() === 'error') log.push(`console.error: ${m.text()}`); });
+    page.on('pageerror', (e) => log.push(`pageerror: ${e.message}`));
+    return page;
+  }
+
+  /** Waits (bounded) until the client settles in `state`; another settled state fails at once, with what the page says. */
+  async function expectState(page: Page, state: string, timeoutMs = 180_000): Promise<void> {
+    await page.waitForFunction((states) => states.includes(document.body?.dataset.state ?? ''), [state, ...SETTLED.filter((s) => s !== state)], { timeout: timeoutMs, polling: 100 }).catch(() => undefined);
+    const actual = await page.evaluate(() => document.body?.dataset.state ?? '');
+    if (actual !== state) {
+      const text = await page.evaluate(() => document.getElementById('page')?.innerText ?? '');
+      throw new Error(`expected state ${state}, got "${actual}"; page says: ${text.replace(/\s+/g, ' ').trim()}\n${(logs.get(page) ?? []).join('\n')}`);
+    }
+  }
+
+  /** The workspace the client connected to, from its connect route (`#/connect/workspace/<id>/<user_id>`). */
+  const connectedWorkspace = (page: Page) => {
+    const match = /#\/connect\/workspace\/([0-9a-f]{32})\/([0-9a-f]{32})/.exec(page.url());
+    if (!match) throw new Error(`not on a connect route: ${page.url()}`);
+    return { workspaceId: match[1], userId: match[2] };
+  };
+
+  /** Waits (bounded) until noVNC's canvas shows the reference desktop at its size, mostly its blue background. */
+  const desktopRendered = (page: Page) =>
+    waitFor('the desktop on the canvas', async () => {
+      const sample = await page.evaluate(() => {
+        const canvas = document.querySelector<HTMLCanvasElement>('#screen canvas');
+        const ctx = canvas?.getContext('2d');
+        if (!canvas || !ctx || canvas.width < 2) return null;
+        const { data } = ctx.getImageData(0, 0, canvas.width, canvas.height);
+        let background = 0;
+        for (let i = 0; i < data.length; i += 4) if (Math.abs(data[i] - 0x2e) <= 4 && Math.abs(data[i + 1] - 0x5d) <= 4 && Math.abs(data[i + 2] - 0x87) <= 4) background++;
+        return { width: canvas.width, height: canvas.height, background: background / (data.length / 4) };
+      });
+      return sample && sample.width === X_RES && sample.height === Y_RES && sample.background > 0.3 ? sample : undefined;
+    }, 120_000, 250);
+
+  it('an anonymous link opens a live desktop', async () => {
+    await createLink({ key: 'anonymous-desktop', allow_anonymous: true });
+    const page = await newPage();
+    await page.goto(`${base}/#/cast/anonymous-desktop`);
+    await expectState(page, 'connected');
+    await desktopRendered(page);
+    const { workspaceId, userId } = connectedWorkspace(page);
+    // A new anonymous user made for the visit, whose workspace it is.
+    const user = await api.call('get_user', admin, { target_user: { user_id: userId } });
+    expect(user.status).toBe(200);
+    expect(user.body.user.username).toMatch(/^anonymous-/);
+    expect(user.body.user.workspaces.map((w: { workspace_id: string }) => w.workspace_id)).toEqual([workspaceId]);
+  }, 600_000);
+
+  it('a visit over the address limit lands on the link error_url', async () => {
+    await createLink({ key: 'one-per-address', allow_anonymous: true, limit_ips: true, ip_request_limit: 1, ip_request_seconds: 3600, error_url: `${errorBase}/over-the-limit` });
+    const first = await newPage();
+    await first.goto(`${base}/#/cast/one-per-address`);
+    await waitFor('the first visit sent into its workspace', async () => (first.url().includes('#/connect/workspace/') ? true : undefined), 120_000, 100);
+
+    const second = await newPage();
+    await second.goto(`${base}/#/cast/one-per-address`);
+    await waitFor('the second visit on the error page', async () => (second.url().startsWith(`${errorBase}/over-the-limit`) ? true : undefined), 60_000, 100);
+    expect(await second.title()).toBe('sorry');
+    expect(errorVisits).toContain('/over-the-limit');
+  }, 600_000);
+
+  it('a signed-in visitor is sent to sign in first, and a second visit resumes the same workspace', async () => {
+    const userId = (await api.call('create_user', admin, { target_user: { username: 'cast-visitor' } })).body.user.user_id as string;
+    await createLink({ key: 'resumable', allow_anonymous: false, allow_resume: true });
+    const loginPath = async () => new URL((await api.call('get_login', admin, { target_user: { user_id: userId } })).body.url as string).hash;
+
+    // Not signed in: the sign-in page; the login link in that tab comes back to the casting link.
+    const page = await newPage();
+    await page.goto(`${base}/#/cast/resumable`);
+    await expectState(page, 'login-required');
+    await page.goto(`${base}/${await loginPath()}`);
+    await expectState(page, 'connected');
+    await desktopRendered(page);
+    const first = connectedWorkspace(page);
+    expect(first.userId).toBe(userId);
+
+    // Another browser, signed in first: the link resumes the running workspace.
+    const again = await newPage();
+    await again.goto(`${base}/${await loginPath()}`);
+    await expectState(again, 'logged-in');
+    await again.goto(`${base}/#/cast/resumable`);
+    await expectState(again, 'connected');
+    await desktopRendered(again);
+    expect(connectedWorkspace(again)).toEqual(first);
+  }, 600_000);
+});
