@@ -121,7 +121,7 @@ describe('cast launch', () => {
 
   beforeAll(async () => {
     verify = await startVerifyServer();
-    api = await TestApi.start({ RECAPTCHA_VERIFY_URL: verify.url });
+    api = await TestApi.start({ RECAPTCHA_VERIFY_URL: verify.url, RECAPTCHA_SCRIPT_URL: 'http://127.0.0.1:9/recaptcha.js' });
     db = api.app.get(DataSource);
     const zone = await api.app.get(ZonesService).ensure('default');
     await api.app.get(ServersService).upsert({ hostname: 'cast-host', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 64, memory: 256 * 1024 ** 3 });
@@ -157,7 +157,7 @@ describe('cast launch', () => {
     await api.app.get(SettingsService).set('recaptcha_site_key', 'the-site-key');
     const info = await request(api.app.getHttpServer()).get(`/api/client/cast/${key}/info`);
     expect(info.status).toBe(200);
-    expect(info.body).toEqual({ require_recaptcha: true, recaptcha_site_key: 'the-site-key', allow_anonymous: true });
+    expect(info.body).toEqual({ require_recaptcha: true, recaptcha_site_key: 'the-site-key', allow_anonymous: true, recaptcha_script_url: 'http://127.0.0.1:9/recaptcha.js' });
     const unknown = await request(api.app.getHttpServer()).get('/api/client/cast/no-such-key/info');
     expect(unknown.status).toBe(404);
     expect(unknown.body).toEqual({ error_message: expect.any(String), error_url: null, reason: 'unknown_link' });

@@ -83,7 +83,11 @@ export class CastLaunch {
   async info(key: string) {
     const config = await this.findLink(key);
     const siteKey = await this.settings.get<string>('recaptcha_site_key');
-    return { require_recaptcha: this.needsCaptcha(config), recaptcha_site_key: siteKey || null, allow_anonymous: config.allowAnonymous };
+    const captcha = this.needsCaptcha(config);
+    return {
+      require_recaptcha: captcha, recaptcha_site_key: siteKey || null, allow_anonymous: config.allowAnonymous,
+      recaptcha_script_url: captcha ? this.config.RECAPTCHA_SCRIPT_URL : null,
+    };
   }
 
   async launch(body: CastLaunchRequest, visitor: CastVisitor): Promise<CastLaunchAnswer> {

@@ -45,6 +45,8 @@ export class AppConfig {
    * response and remoteip; answers JSON {success}). Tests point it at a verify server of their own.
    */
   @Matches(/^https?:\/\/\S+$/, { message: 'must be an http(s) url' }) RECAPTCHA_VERIFY_URL = 'https://www.google.com/recaptcha/api/siteverify';
+  /** The captcha script the browser client loads for a cast link with require_recaptcha (told by the cast info route). */
+  @Matches(/^https?:\/\/\S+$/, { message: 'must be an http(s) url' }) RECAPTCHA_SCRIPT_URL = 'https://www.google.com/recaptcha/api.js';
   /** Failed authentications one source address may make per AUTH_FAILURE_WINDOW_SECONDS before it gets 429. */
   @Transform(toInt) @IsInt() @Min(1) @Max(1_000_000) AUTH_FAILURES_PER_ADDRESS = 20;
   /** Failed authentications against one api_key (from any address) per window before the key gets 429. */
