@@ -9,7 +9,7 @@ import { ServersService } from '@ws/servers';
 import { SettingsService } from '@ws/settings';
 import { ZonesService } from '@ws/zones';
 import { insertWorkspaceRow } from './fixtures';
-import { HEX32, TestApi, TestKey } from './harness';
+import { desktopImage, HEX32, TestApi, TestKey, waitFor } from './harness';
 
 const wire = (uuid: string) => uuid.replace(/-/g, '');
 
@@ -326,5 +326,60 @@ describe('cast launch', () => {
     const { key } = await link();
     const res = await launch({ key }, { origin: 'https://evil.test' });
     expect(res.status).toBe(403);
+  });
+});
+
+/** A cast launch on a real Docker engine: served from a staging pool like request_workspace, then resumed. */
+describe('cast launch on a real Docker engine', () => {
+  let api: TestApi;
+  let admin: TestKey;
+  let db: DataSource;
+  let imageId: string;
+  const dashed = (id: string) => id.replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5');
+
+  beforeAll(async () => {
+    api = await TestApi.start({ WORKER_LOCK_MS: 3000 }, { worker: true });
+    db = api.app.get(DataSource);
+    const zone = await api.app.get(ZonesService).ensure('default');
+    await api.app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 16, memory: 16 * 1024 ** 3 });
+    imageId = wire((await api.app.get(ImagesService).upsert({
+      name: desktopImage(), friendlyName: 'Cast desktop', cores: 0.25, memory: 384 * 1024 ** 2, xRes: 800, yRes: 600, portMap: { vnc: '5900/tcp' },
+    })).id);
+    admin = await api.key(['Global Admin']);
+    const staging = await api.call('create_staging_config', admin, { target_staging_config: { zone_id: wire(zone.id), image_id: imageId, num_sessions: 1, expiration: 1 } });
+    expect(staging.status).toBe(200);
+  });
+  afterAll(async () => api?.close());
+
+  it('a logged-in visitor gets the staged desktop running, and the next visit resumes that same workspace with a new link', async () => {
+    await waitFor('a ready staged desktop', async () => {
+      const [{ ready }] = await db.query(`SELECT count(*)::int AS ready FROM workspaces WHERE staging_config_id IS NOT NULL AND user_id IS NULL AND status = 'running'`);
+      return ready === 1 ? true : undefined;
+    }, 240_000, 250);
+    const user = await api.call('create_user', admin, { target_user: { username: 'cast-docker' } });
+    const userId = user.body.user.user_id as string;
+    const jwt = (await api.call('create_session_token', admin, { target_user: { user_id: userId } })).body.session_token.session_jwt as string;
+    const config = (await api.call('create_cast_config', admin, {
+      target_cast_config: { casting_config_name: 'Resumable', image_id: imageId, key: 'resumable', allow_resume: true, limit_sessions: true, session_remaining: 5 },
+    })).body.cast_config;
+    const launch = () => request(api.app.getHttpServer()).post('/api/client/cast').set('content-type', 'application/json').send({ key: 'resumable', session_jwt: jwt });
+
+    const first = await launch();
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ user_id: userId, resumed: false });
+    const [row] = await db.query('SELECT status, staging_config_id, user_id FROM workspaces WHERE id = $1', [dashed(first.body.workspace_id)]);
+    expect(row).toMatchObject({ status: 'running', user_id: dashed(userId) });
+    expect(row.staging_config_id).not.toBeNull();
+
+    const second = await launch();
+    expect(second.status).toBe(200);
+    expect(second.body).toMatchObject({ workspace_id: first.body.workspace_id, user_id: userId, resumed: true });
+    expect(second.body.session_jwt).not.toBe(first.body.session_jwt);
+    // The new link opens that workspace in the browser client.
+    const connect = await request(api.app.getHttpServer()).post('/api/client/connect').set('content-type', 'application/json')
+      .send({ session_jwt: second.body.session_jwt, workspace_id: second.body.workspace_id });
+    expect(connect.status).toBe(200);
+    expect(connect.body).toMatchObject({ workspace_id: first.body.workspace_id, user_id: userId, view_only: false, operational_status: 'running' });
+    expect((await api.call('get_cast_config', admin, { cast_config_id: config.cast_config_id })).body.cast_config.session_remaining).toBe(4);
   });
 });
