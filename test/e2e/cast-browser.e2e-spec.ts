@@ -2,7 +2,9 @@
  * Casting links in the browser client: Debian's chromium (playwright-core) opens `/#/cast/<key>` against a real
  * api on loopback with a worker and real workspace containers. An anonymous link opens a live desktop; a visit
  * over the link's address limit lands on its error_url (a loopback page that records the visit); a signed-in
- * visitor who opens a resumable link twice is sent into the same workspace.
+ * visitor who opens a resumable link twice is sent into the same workspace; a link that requires a captcha shows
+ * the provider's widget (a loopback stand-in for its script and verify endpoint) and launches only with a token
+ * the verify endpoint accepts.
  */
 import { execFileSync } from 'node:child_process';
 import { createServer, Server } from 'node:http';
@@ -10,12 +12,28 @@ import { AddressInfo } from 'node:net';
 import { Browser, BrowserContext, chromium, Page } from 'playwright-core';
 import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
+import { SettingsService } from '@ws/settings';
 import { ZonesService } from '@ws/zones';
 import { desktopImage, TestApi, TestKey, waitFor } from './harness';
 
 const CHROMIUM = '/usr/bin/chromium';
 const X_RES = 800;
 const Y_RES = 600;
+/**
+ * The captcha provider's script, stand-in: grecaptcha.render draws two buttons, one whose token the verify
+ * endpoint accepts and one it refuses.
+ */
+const CAPTCHA_SCRIPT = `window.grecaptcha = { render(el, options) {
+  for (const [label, token] of [['I am a person', 'solved'], ['Guess', 'guessed']]) {
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.textContent = label;
+    button.dataset.sitekey = options.sitekey;
+    button.addEventListener('click', () => options.callback(token));
+    el.append(button);
+  }
+  return 0;
+} };`;
 const SETTLED = ['connected', 'disconnected', 'error', 'ended', 'landing', 'logged-in', 'login-required', 'captcha'];
 
 describe('casting links in the browser client (chromium against a live api and workspaces)', () => {
@@ -27,6 +45,9 @@ describe('casting links in the browser client (chromium against a live api and w
   let errorPages: Server;
   let errorBase: string;
   const errorVisits: string[] = [];
+  let captchaProvider: Server;
+  const captchaScriptLoads: string[] = [];
+  const captchaVerifications: URLSearchParams[] = [];
   const contexts: BrowserContext[] = [];
   const logs = new Map<Page, string[]>();
 
@@ -34,7 +55,25 @@ describe('casting links in the browser client (chromium against a live api and w
     execFileSync('bash', ['scripts/ensure-browser.sh'], { cwd: `${__dirname}/../..`, stdio: ['ignore', 'inherit', 'inherit'] });
     // Before any worker runs: a build blocks this process (execFileSync) and would cost the workers their job locks.
     const imageName = desktopImage();
-    api = await TestApi.start({ WORKER_LOCK_MS: 3000 });
+    // The captcha provider, stand-in on loopback: its script for the browser, its verify endpoint for the api.
+    captchaProvider = createServer((req, res) => {
+      if (req.url?.startsWith('/recaptcha.js')) {
+        captchaScriptLoads.push(req.url);
+        res.writeHead(200, { 'content-type': 'text/javascript' }).end(CAPTCHA_SCRIPT);
+        return;
+      }
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('data', (chunk: string) => (body += chunk));
+      req.on('end', () => {
+        const form = new URLSearchParams(body);
+        captchaVerifications.push(form);
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ success: form.get('secret') === 'the-private-key' && form.get('response') === 'solved' }));
+      });
+    });
+    await new Promise<void>((resolve) => captchaProvider.listen(0, '127.0.0.1', resolve));
+    const captchaBase = `http://127.0.0.1:${(captchaProvider.address() as AddressInfo).port}`;
+    api = await TestApi.start({ WORKER_LOCK_MS: 3000, RECAPTCHA_SCRIPT_URL: `${captchaBase}/recaptcha.js`, RECAPTCHA_VERIFY_URL: `${captchaBase}/siteverify` });
     await api.app.listen(0, '127.0.0.1');
     base = (await api.app.getUrl()).replace(/\/$/, '');
     await api.startWorker();
@@ -65,6 +104,7 @@ describe('casting links in the browser client (chromium against a live api and w
   afterAll(async () => {
     await browser?.close().catch(() => undefined);
     await new Promise((resolve) => (errorPages ? errorPages.close(resolve) : resolve(undefined)));
+    await new Promise((resolve) => (captchaProvider ? captchaProvider.close(resolve) : resolve(undefined)));
     await api?.close();
   });
 
@@ -128,6 +168,8 @@ describe('casting links in the browser client (chromium against a live api and w
     expect(user.status).toBe(200);
     expect(user.body.user.username).toMatch(/^anonymous-/);
     expect(user.body.user.workspaces.map((w: { workspace_id: string }) => w.workspace_id)).toEqual([workspaceId]);
+    // No captcha required: the provider's script was not loaded.
+    expect(captchaScriptLoads).toEqual([]);
   }, 600_000);
 
   it('a visit over the address limit lands on the link error_url', async () => {
@@ -166,5 +208,30 @@ describe('casting links in the browser client (chromium against a live api and w
     await expectState(again, 'connected');
     await desktopRendered(again);
     expect(connectedWorkspace(again)).toEqual(first);
+  }, 600_000);
+
+  it('a link that requires a captcha launches with a token the verify endpoint accepts, and refuses a guessed one', async () => {
+    const settings = api.app.get(SettingsService);
+    await settings.set('recaptcha_site_key', 'the-site-key');
+    await settings.set('recaptcha_private_key', 'the-private-key');
+    await createLink({ key: 'with-captcha', allow_anonymous: true, require_recaptcha: true });
+
+    const refused = await newPage();
+    await refused.goto(`${base}/#/cast/with-captcha`);
+    await expectState(refused, 'captcha');
+    // The widget was drawn with the site key from the settings.
+    expect(await refused.getAttribute('#cast-captcha button >> nth=0', 'data-sitekey')).toBe('the-site-key');
+    await refused.click('#cast-captcha button:has-text("Guess")');
+    await expectState(refused, 'error');
+    expect(await refused.textContent('#cast-reason')).toBe('captcha_failed');
+
+    const solved = await newPage();
+    await solved.goto(`${base}/#/cast/with-captcha`);
+    await expectState(solved, 'captcha');
+    await solved.click('#cast-captcha button:has-text("I am a person")');
+    await expectState(solved, 'connected');
+    await desktopRendered(solved);
+    expect(captchaVerifications.map((form) => [form.get('secret'), form.get('response')])).toEqual([['the-private-key', 'guessed'], ['the-private-key', 'solved']]);
+    expect(captchaScriptLoads.length).toBe(2);
   }, 600_000);
 });

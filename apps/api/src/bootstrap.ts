@@ -15,7 +15,7 @@ export async function createApi(overrides: Partial<AppConfig> = {}): Promise<Nes
   const adapter = new FastifyAdapter({ bodyLimit: config.MAX_BODY_BYTES, trustProxy: trustedProxies.length ? trustedProxies : false });
   configureFastify(adapter.getInstance());
   registerBrowserRequestGuard(adapter.getInstance(), config.PUBLIC_BASE_URL);
-  await registerWebClient(adapter.getInstance());
+  await registerWebClient(adapter.getInstance(), { captchaScriptUrl: config.RECAPTCHA_SCRIPT_URL });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(overrides), adapter, {
     bodyParser: false,
     abortOnError: false,

@@ -21,7 +21,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
  * createApi) would fail to load. The subset we need (a fixed set of files, ETag revalidation, types and
  * security headers) is small enough to serve directly.
  */
-export async function registerWebClient(fastify: FastifyInstance): Promise<void> {
+export async function registerWebClient(fastify: FastifyInstance, options: { captchaScriptUrl?: string } = {}): Promise<void> {
+  const csp = clientCsp(options.captchaScriptUrl);
   const root = findRepoRoot(__dirname);
   const publicDir = join(root, 'apps', 'web', 'public');
   const novncDir = join(root, 'node_modules', '@novnc', 'novnc');
@@ -36,7 +37,7 @@ export async function registerWebClient(fastify: FastifyInstance): Promise<void>
     if ((file.startsWith('core/') || file.startsWith('vendor/')) && (file.endsWith('.js') || file.endsWith('.wasm'))) routes.set(`/novnc/${file}`, join(novncDir, file));
   }
   for (const [url, path] of routes) {
-    fastify.route({ method: ['GET', 'HEAD'], url, handler: (request, reply) => serveFile(request, reply, path) });
+    fastify.route({ method: ['GET', 'HEAD'], url, handler: (request, reply) => serveFile(request, reply, path, csp) });
   }
 }
 
@@ -45,19 +46,41 @@ export async function registerWebClient(fastify: FastifyInstance): Promise<void>
  * covers ws:/wss: to the same host and port in CSP level 3 browsers), images also as data:/blob: (noVNC
  * draws its cursor from a data URL), no plugins, no inline scripts, no <base> or form posts. There is no
  * frame-ancestors: the service may be embedded in an iframe on another domain (spec, convention 7).
+ * With the captcha provider's scripts and frames allowed when a captcha script is configured (the
+ * client loads it only for a casting link that requires a captcha). reCAPTCHA gets the paths Google documents
+ * for it (its script loads more of itself from www.gstatic.com, its frames come from www.google.com and
+ * recaptcha.google.com), not the whole origins; any other provider (a test's loopback stand-in) its origin.
  */
-export const CLIENT_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data: blob:",
-  "font-src 'self'",
-  "connect-src 'self'",
-  "media-src 'self' blob:",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'none'",
-].join('; ');
+export function clientCsp(captchaScriptUrl?: string): string {
+  const captcha = captchaSources(captchaScriptUrl);
+  return [
+    "default-src 'none'",
+    ['script-src', "'self'", ...captcha.scripts].join(' '),
+    "style-src 'self'",
+    "img-src 'self' data: blob:",
+    "font-src 'self'",
+    "connect-src 'self'",
+    "media-src 'self' blob:",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    ...(captcha.frames.length ? [['frame-src', ...captcha.frames].join(' ')] : []),
+  ].join('; ');
+}
+
+function captchaSources(scriptUrl: string | undefined): { scripts: string[]; frames: string[] } {
+  let url: URL | null = null;
+  try {
+    url = scriptUrl ? new URL(scriptUrl) : null;
+  } catch {
+    url = null;
+  }
+  if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) return { scripts: [], frames: [] };
+  if (url.origin === 'https://www.google.com') {
+    return { scripts: ['https://www.google.com/recaptcha/', 'https://www.gstatic.com/recaptcha/'], frames: ['https://www.google.com/recaptcha/', 'https://recaptcha.google.com/recaptcha/'] };
+  }
+  return { scripts: [url.origin], frames: [url.origin] };
+}
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -73,7 +96,7 @@ const TYPES: Record<string, string> = {
   '.txt': 'text/plain; charset=utf-8',
 };
 
-async function serveFile(request: FastifyRequest, reply: FastifyReply, path: string): Promise<void> {
+async function serveFile(request: FastifyRequest, reply: FastifyReply, path: string, csp: string): Promise<void> {
   let info;
   try {
     info = await stat(path);
@@ -90,7 +113,7 @@ async function serveFile(request: FastifyRequest, reply: FastifyReply, path: str
   reply.header('last-modified', info.mtime.toUTCString());
   reply.header('x-content-type-options', 'nosniff');
   if (type.startsWith('text/html')) {
-    reply.header('content-security-policy', CLIENT_CSP);
+    reply.header('content-security-policy', csp);
     // Connection links carry a JWT in the fragment: never pass any part of the address on.
     reply.header('referrer-policy', 'no-referrer');
   }
