@@ -2,7 +2,7 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
  * Casting: `cast_configs` (public launch links; `key` unique), `workspaces.client_settings_override` (a cast
- * link's enforced client settings), and the global settings the captcha of a cast link uses
+ * link's enforced client settings), `images.selectable_networks` (networks a cast visitor may choose), and the global settings the captcha of a cast link uses
  * (`recaptcha_site_key`, `recaptcha_private_key`; empty until an operator sets them).
  */
 export class CastConfigs1795233000000 implements MigrationInterface {
@@ -59,12 +59,14 @@ export class CastConfigs1795233000000 implements MigrationInterface {
       FOREIGN KEY ("group_id") REFERENCES "groups"("id") ON DELETE SET NULL ON UPDATE NO ACTION
     `);
     await q.query(`ALTER TABLE "workspaces" ADD "client_settings_override" jsonb NOT NULL DEFAULT '{}'`);
+    await q.query(`ALTER TABLE "images" ADD "selectable_networks" text array NOT NULL DEFAULT '{}'`);
     await q.query(`INSERT INTO settings (key, value) VALUES ('recaptcha_site_key', '""'), ('recaptcha_private_key', '""') ON CONFLICT (key) DO NOTHING`);
   }
 
   public async down(q: QueryRunner): Promise<void> {
     await q.query(`DELETE FROM settings WHERE key IN ('recaptcha_site_key', 'recaptcha_private_key')`);
     await q.query(`ALTER TABLE "workspaces" DROP COLUMN "client_settings_override"`);
+    await q.query(`ALTER TABLE "images" DROP COLUMN "selectable_networks"`);
     await q.query(`ALTER TABLE "cast_configs" DROP CONSTRAINT "FK_fee772c88cad67450b62a58fab7"`);
     await q.query(`ALTER TABLE "cast_configs" DROP CONSTRAINT "FK_f185eddbb3475436ee8bf8a8941"`);
     await q.query(`DROP INDEX "public"."IDX_00ae00e5e41178971e8feafc40"`);

@@ -2,14 +2,14 @@ import { createServer, Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { newId } from '@ws/common';
+import { newId, randomSecret } from '@ws/common';
 import { Group, GroupsService } from '@ws/groups';
 import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
 import { SettingsService } from '@ws/settings';
 import { ZonesService } from '@ws/zones';
 import { insertWorkspaceRow } from './fixtures';
-import { desktopImage, HEX32, TestApi, TestKey, waitFor } from './harness';
+import { desktopImage, HEX32, localDocker, TestApi, TestKey, waitFor } from './harness';
 
 const wire = (uuid: string) => uuid.replace(/-/g, '');
 
@@ -212,11 +212,22 @@ describe('cast launch', () => {
     expect(settingsOf(b.body.workspace_id)).not.toHaveProperty('workspace_ime_mode_default_on');
   });
 
-  it('container_network is refused: no image allows network selection', async () => {
+  it('container_network: refused unless the link has dynamic_container_network and the image lists the network', async () => {
     const { key } = await link({ dynamic_container_network: true, error_url: 'https://example.test/oops' });
     const res = await launch({ key, container_network: 'bridge' });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ error_message: expect.any(String), error_url: 'https://example.test/oops', reason: 'network_not_allowed' });
+    const images = api.app.get(ImagesService);
+    const selectable = await images.upsert({ name: 'example/desktop:1', friendlyName: 'Networked desktop', portMap: { vnc: '5900/tcp' }, selectableNetworks: ['cast-net-a'] });
+    const fixed = await link({ image_id: wire(selectable.id), dynamic_container_network: false });
+    expect((await launch({ key: fixed.key, container_network: 'cast-net-a' })).body.reason).toBe('network_not_allowed');
+    const open = await link({ image_id: wire(selectable.id), dynamic_container_network: true });
+    expect((await launch({ key: open.key, container_network: 'cast-net-b' })).body.reason).toBe('network_not_allowed');
+    const chosen = await launch({ key: open.key, container_network: 'cast-net-a' });
+    expect(chosen.status).toBe(200);
+    const [row] = await db.query('SELECT launch_options FROM workspaces WHERE id = $1', [chosen.body.workspace_id]);
+    expect(row.launch_options.containerNetwork).toBe('cast-net-a');
+    await expect(images.upsert({ name: 'example/desktop:1', friendlyName: 'Host desktop', selectableNetworks: ['host'] })).rejects.toThrow('selectable_networks');
   });
 
   it('an expired link refuses and names its error_url', async () => {
@@ -336,20 +347,26 @@ describe('cast launch on a real Docker engine', () => {
   let db: DataSource;
   let imageId: string;
   const dashed = (id: string) => id.replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5');
+  /** A Docker network of this test's own, that the image lets a cast visitor choose. */
+  const network = `wse2e-cast-${randomSecret(4)}`;
 
   beforeAll(async () => {
+    await localDocker().docker.createNetwork({ Name: network, Driver: 'bridge', Labels: { 'workspace-server.e2e': 'casting' } });
     api = await TestApi.start({ WORKER_LOCK_MS: 3000 }, { worker: true });
     db = api.app.get(DataSource);
     const zone = await api.app.get(ZonesService).ensure('default');
     await api.app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 16, memory: 16 * 1024 ** 3 });
     imageId = wire((await api.app.get(ImagesService).upsert({
-      name: desktopImage(), friendlyName: 'Cast desktop', cores: 0.25, memory: 384 * 1024 ** 2, xRes: 800, yRes: 600, portMap: { vnc: '5900/tcp' },
+      name: desktopImage(), friendlyName: 'Cast desktop', cores: 0.25, memory: 384 * 1024 ** 2, xRes: 800, yRes: 600, portMap: { vnc: '5900/tcp' }, selectableNetworks: [network],
     })).id);
     admin = await api.key(['Global Admin']);
     const staging = await api.call('create_staging_config', admin, { target_staging_config: { zone_id: wire(zone.id), image_id: imageId, num_sessions: 1, expiration: 1 } });
     expect(staging.status).toBe(200);
   });
-  afterAll(async () => api?.close());
+  afterAll(async () => {
+    await api?.close();
+    await localDocker().docker.getNetwork(network).remove().catch(() => undefined);
+  });
 
   it('a logged-in visitor gets the staged desktop running, and the next visit resumes that same workspace with a new link', async () => {
     await waitFor('a ready staged desktop', async () => {
@@ -381,5 +398,21 @@ describe('cast launch on a real Docker engine', () => {
     expect(connect.status).toBe(200);
     expect(connect.body).toMatchObject({ workspace_id: first.body.workspace_id, user_id: userId, view_only: false, operational_status: 'running' });
     expect((await api.call('get_cast_config', admin, { cast_config_id: config.cast_config_id })).body.cast_config.session_remaining).toBe(4);
+  });
+
+  it('a container_network the image allows: a fresh desktop (not the staged one) running on that Docker network', async () => {
+    const { key } = (await api.call('create_cast_config', admin, {
+      target_cast_config: { casting_config_name: 'Networked', image_id: imageId, key: 'networked', allow_anonymous: true, dynamic_container_network: true },
+    })).body.cast_config;
+    const res = await request(api.app.getHttpServer()).post('/api/client/cast').set('content-type', 'application/json').send({ key, container_network: network });
+    expect(res.status).toBe(200);
+    const row = await waitFor('the networked desktop running', async () => {
+      const [r] = await db.query('SELECT status, container_id, staging_config_id FROM workspaces WHERE id = $1', [dashed(res.body.workspace_id)]);
+      if (r.status === 'failed') throw new Error('the networked desktop failed');
+      return r.status === 'running' ? r : undefined;
+    }, 240_000, 250);
+    expect(row.staging_config_id).toBeNull();
+    const inspected = await localDocker().docker.getContainer(row.container_id).inspect();
+    expect(Object.keys(inspected.NetworkSettings.Networks)).toEqual([network]);
   });
 });

@@ -68,6 +68,8 @@ export interface BuildContainerSpecInput {
     cpuAllocationMethod?: string | null;
   };
   server?: { publishHost?: string | null; cpuAllocationMethod?: string | null } | null;
+  /** A network the launch chose (a cast visitor's container_network, allowed by the image); else the image's rule. */
+  network?: string | null;
   /** The workspace's owner, for volume_mappings templates; none for a staged workspace. */
   user?: { id: string; username: string } | null;
   /** WORKSPACE_SECURITY_OPTS_ALLOWED (a list, or the comma-separated setting): sandbox-weakening security options the operator allows in run_config. */
@@ -203,7 +205,7 @@ export function buildContainerSpec(input: BuildContainerSpecInput): WorkspaceCon
     ports,
     publishHost: input.server?.publishHost || '127.0.0.1',
     // An image restricted to a network of the operator's goes there; every other workspace joins the isolated one.
-    network: image.restrictToNetwork && image.networkName ? image.networkName : WORKSPACE_NETWORK.name,
+    network: input.network || (image.restrictToNetwork && image.networkName ? image.networkName : WORKSPACE_NETWORK.name),
     shmSizeBytes: shm,
     noNewPrivileges: input.noNewPrivileges ?? true,
     cpuAllocation: effectiveCpuAllocation(image.cpuAllocationMethod, input.server?.cpuAllocationMethod),

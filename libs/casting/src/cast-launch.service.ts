@@ -99,10 +99,7 @@ export class CastLaunch {
     if (body.session_jwt && !loggedIn) throw refuse('login_required', 'Your login session is not valid any more; log in again');
     if (!loggedIn && !config.allowAnonymous) throw refuse('login_required', 'Log in to open this link');
     if (this.needsCaptcha(config) && !loggedIn) await this.verifyCaptcha(body.recaptcha_token, visitor.address, refuse);
-    if (body.container_network !== undefined) {
-      // No image offers network selection yet (docs/decisions.md, Casting): the argument is refused, never ignored.
-      throw refuse('network_not_allowed', config.dynamicContainerNetwork ? `Image ${config.image?.friendlyName ?? ''} does not allow choosing the container network` : 'This link does not allow choosing the container network');
-    }
+    if (body.container_network !== undefined) this.checkNetwork(config, body.container_network, refuse);
     if (loggedIn && config.allowResume) {
       const resumed = await this.resume(config, loggedIn);
       if (resumed) return resumed;
@@ -114,7 +111,10 @@ export class CastLaunch {
       const answer = await this.launcher.request({
         user_id: toWireId(user.id), image_id: toWireId(config.imageId), enable_sharing: config.enableSharing,
         workspace_url: (config.dynamicWorkspaceUrl ? body.workspace_url : undefined) ?? config.workspaceUrl ?? undefined,
-      }, config.enforceClientSettings ? { clientSettingsOverride: enforcedSettings(config) } : {});
+      }, {
+        ...(config.enforceClientSettings ? { clientSettingsOverride: enforcedSettings(config) } : {}),
+        ...(body.container_network !== undefined ? { containerNetwork: body.container_network } : {}),
+      });
       return this.answer(config, { workspaceId: answer.workspace_id, userId: answer.user_id, jwt: answer.session_token, resumed: false });
     } catch (err) {
       // No session came of it: the count goes back, and a visitor's user made for it goes.
@@ -134,6 +134,14 @@ export class CastLaunch {
   /** require_recaptcha applies with allow_anonymous (spec, casting rule 7). */
   private needsCaptcha(config: CastConfig): boolean {
     return config.requireRecaptcha && config.allowAnonymous;
+  }
+
+  /** dynamic_container_network, and a network the link's image lists in selectable_networks; refused, never ignored. */
+  private checkNetwork(config: CastConfig, network: string, refuse: (r: CastRefusal, m: string) => ApiError): void {
+    if (!config.dynamicContainerNetwork) throw refuse('network_not_allowed', 'This link does not allow choosing the container network');
+    if (!config.image?.selectableNetworks.includes(network)) {
+      throw refuse('network_not_allowed', `Image ${config.image?.friendlyName ?? ''} does not allow the container network ${network}`);
+    }
   }
 
   private async loggedInUser(jwt: string): Promise<User | null> {

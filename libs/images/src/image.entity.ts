@@ -27,6 +27,8 @@ export class Image {
   @Column('boolean', { default: false }) isBrowser!: boolean;
   @Column('boolean', { default: false }) restrictToNetwork!: boolean;
   @Column('text', { nullable: true }) networkName!: string | null;
+  /** Docker networks a cast visitor may put the container on (`container_network`); empty: no selection. */
+  @Column('text', { array: true, default: () => "'{}'" }) selectableNetworks!: string[];
   @Column('boolean', { default: false }) restrictToZone!: boolean;
   @Column('uuid', { nullable: true }) zoneId!: string | null;
   @Column('boolean', { default: false }) restrictToServer!: boolean;

@@ -31,6 +31,8 @@ export interface ImageDefinition {
   volumeMappings?: Record<string, unknown>;
   /** Inherit (the server's), Quotas or Shares. */
   cpuAllocationMethod?: string;
+  /** Docker networks a cast link with dynamic_container_network lets its visitor choose from. */
+  selectableNetworks?: string[];
 }
 
 /** Who saves: an API caller passes its permissions; the operator's CLI passes nothing (it holds them all). */
@@ -41,9 +43,13 @@ export interface ImageSaveOptions {
 /** ImageDefinition field → the wire name the permission rule (image-settings.ts) speaks of. */
 const WIRE_NAMES: Partial<Record<keyof ImageDefinition, string>> = {
   cores: 'cores', memory: 'memory', cpuAllocationMethod: 'cpu_allocation_method', volumeMappings: 'volume_mappings', runConfig: 'run_config', execConfig: 'exec_config',
+  selectableNetworks: 'selectable_networks',
 };
 
 const PORT_SPEC = /^(\d{1,5})\/(tcp|udp)$/;
+/** A user-defined Docker network's name; `host`, `none` and container:<id> modes are never selectable. */
+const NETWORK_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+const UNSELECTABLE_NETWORKS = new Set(['host', 'none']);
 
 /** The image catalog: what workspaces can be made from. */
 @Injectable()
@@ -79,6 +85,11 @@ export class ImagesService {
       const match = PORT_SPEC.exec(spec);
       if (!/^[a-z_]{1,32}$/.test(name) || !match || Number(match[1]) < 1 || Number(match[1]) > 65535) {
         throw new ApiError(ErrorCode.InvalidRequest, `Invalid port map entry ${name}=${spec}; expected name=<port>/tcp`);
+      }
+    }
+    for (const network of definition.selectableNetworks ?? []) {
+      if (!NETWORK_NAME.test(network) || UNSELECTABLE_NETWORKS.has(network)) {
+        throw new ApiError(ErrorCode.InvalidRequest, `selectable_networks: ${network} is not a selectable Docker network (a network name; not host or none)`);
       }
     }
     return this.db.transaction(async (tx) => {

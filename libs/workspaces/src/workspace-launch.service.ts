@@ -34,6 +34,8 @@ export interface LaunchAnswer {
 export interface LaunchInputs {
   /** Client settings that override the user's groups' for this workspace (enforce_client_settings of a cast link). */
   clientSettingsOverride?: Record<string, boolean>;
+  /** The Docker network the container joins (a cast visitor's choice among the image's selectable_networks). */
+  containerNetwork?: string;
 }
 
 /** What the steps of one launch learn, in order; a step reads what the steps before it set. */
@@ -151,6 +153,7 @@ export class WorkspaceLaunch {
 
   /** The staging area's slot (StagedClaimSlot): a matching staged workspace is handed over already running. */
   private async claimStaged(launch: LaunchContext): Promise<void> {
+    if (launch.inputs.containerNetwork) return; // a staged container already joined its network
     const user = need(launch.user, 'user');
     const staged = await this.stagedClaim.claim({ user, image: need(launch.image, 'image'), settings: need(launch.settings, 'settings'), request: launch.request });
     if (!staged) return;
@@ -188,7 +191,7 @@ export class WorkspaceLaunch {
           containerId: null, containerIp: null, hostPorts: {}, cores: image.cores, memory: image.memory, token: randomSecret(32), viewOnlyToken: randomSecret(32),
           shareId: randomSecret(16), sharingEnabled: body.enable_sharing ?? false, environment: body.environment ?? {}, sessionTokenId: issued.token.id,
           clientSettingsOverride: launch.inputs.clientSettingsOverride ?? {},
-          launchOptions: { clientLanguage: body.client_language, clientTimezone: body.client_timezone, workspaceUrl: body.workspace_url },
+          launchOptions: { clientLanguage: body.client_language, clientTimezone: body.client_timezone, workspaceUrl: body.workspace_url, containerNetwork: launch.inputs.containerNetwork },
           persistentProfileMode: profile, isPersistentProfile: profile !== null && profile !== 'Disabled',
           startDate: start, keepaliveDate: start, expirationDate: addSeconds(start, settings.keepaliveExpiration), destroyedAt: null, destroyReason: null,
         });

@@ -55,6 +55,7 @@ export class WorkspaceRuntime {
       const spec = buildContainerSpec({
         workspace, image, server, user: workspace.user, allowedSecurityOpts: this.config.WORKSPACE_SECURITY_OPTS_ALLOWED, deploymentId: this.config.DEPLOYMENT_ID, environment: workspace.environment,
         workspaceUrl: workspace.launchOptions.workspaceUrl, clientLanguage: workspace.launchOptions.clientLanguage, clientTimezone: workspace.launchOptions.clientTimezone,
+        network: workspace.launchOptions.containerNetwork,
       });
       let state = await this.runningContainerOf(host, spec.name, spec.labels, spec.ports);
       if (!state) {

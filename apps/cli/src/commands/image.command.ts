@@ -8,6 +8,7 @@ interface ImageOptions {
   friendlyName: string; description?: string; thumbnail?: string; cores: number; memory: number; xRes: number; yRes: number;
   port: string[]; env: string[]; cmd?: string; goCmd?: string; browser?: boolean; disabled?: boolean; zone?: string; server?: string;
   persistentProfilePath?: string; runConfig?: Record<string, unknown>; volumeMappings?: Record<string, unknown>; cpuAllocationMethod?: string; json?: boolean;
+  selectableNetwork?: string[];
 }
 
 /** A JSON object option (--run-config, --volume-mappings). */
@@ -27,7 +28,8 @@ function launchSettingOptions(command: Command): Command {
   return command
     .option('--run-config <json>', 'docker run options: {"hostname", "shm_size", "devices", "add_host", "security_opt"}', jsonObject)
     .option('--volume-mappings <json>', '{"/host/path/{user_id}": {"bind": "/container/path", "mode": "rw"}} or a volume name as the key', jsonObject)
-    .option('--cpu-allocation-method <method>', 'Inherit (the server\'s, default), Quotas (hard limit) or Shares (proportional)');
+    .option('--cpu-allocation-method <method>', 'Inherit (the server\'s, default), Quotas (hard limit) or Shares (proportional)')
+    .option('--selectable-network <name>', 'a Docker network a cast link\'s visitor may choose (container_network; repeat)', collect);
 }
 
 const pairs = (values: string[], what: string) =>
@@ -68,6 +70,7 @@ export function registerImageCommands(program: Command): void {
         execConfig: { first_launch: { environment: pairs(o.env, '--env'), cmd: o.cmd ?? '' }, go: { cmd: o.goCmd ?? '' } },
         isBrowser: o.browser ?? false, enabled: !o.disabled, restrictToZone: !!zone, zoneId: zone?.id ?? null, restrictToServer: !!server, serverId: server?.id ?? null,
         persistentProfilePath: o.persistentProfilePath ?? null, runConfig: o.runConfig ?? {}, volumeMappings: o.volumeMappings ?? {}, cpuAllocationMethod: o.cpuAllocationMethod ?? 'Inherit',
+        selectableNetworks: o.selectableNetwork ?? [],
       });
       print(o.json ? toImageResponse(saved) : { image_id: toImageResponse(saved).image_id, name: saved.name, friendly_name: saved.friendlyName }, o.json ?? false);
     });
@@ -89,7 +92,7 @@ export function registerImageCommands(program: Command): void {
         : undefined;
       const saved = await images.update(ref, {
         name: o.reference, cores: o.cores, memory: o.memory, runConfig: o.runConfig, volumeMappings: o.volumeMappings, cpuAllocationMethod: o.cpuAllocationMethod, execConfig,
-        enabled: o.enabled ? true : o.disabled ? false : undefined,
+        selectableNetworks: o.selectableNetwork, enabled: o.enabled ? true : o.disabled ? false : undefined,
       });
       print(o.json ? toImageResponse(saved) : { image_id: toImageResponse(saved).image_id, name: saved.name, friendly_name: saved.friendlyName }, o.json ?? false);
     });
