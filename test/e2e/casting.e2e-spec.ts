@@ -248,6 +248,9 @@ describe('cast launch', () => {
     expect((await launch({ key }, { referer: 'https://good.test/some/page?x=1' })).status).toBe(200);
     expect((await launch({ key }, { referer: 'https://shop.partner.test/' })).status).toBe(200);
     expect((await launch({ key }, { referer: 'https://good.test.evil.test/' })).body.reason).toBe('referrer');
+    // The browser client passes the page that linked to the cast link in the body; it wins over the header.
+    expect((await launch({ key, referrer: 'https://good.test/from' }, { referer: 'http://service.test/#/cast/x' })).status).toBe(200);
+    expect((await launch({ key, referrer: 'https://evil.test/from' }, { referer: 'https://good.test/' })).body.reason).toBe('referrer');
   });
 
   it('without allow_anonymous a logged-in session is required, and the launch is that user\'s', async () => {

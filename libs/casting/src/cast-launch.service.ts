@@ -41,6 +41,7 @@ export function castRefused(reason: CastRefusal, message: string, errorUrl: stri
 export interface CastVisitor {
   /** Source address (Fastify's request.ip: X-Forwarded-For only from TRUSTED_PROXIES). */
   address: string;
+  /** The Referer header; the body's `referrer` (the page that linked to the cast link) wins over it. */
   referer: string | undefined;
 }
 
@@ -94,7 +95,7 @@ export class CastLaunch {
     const config = await this.findLink(body.key);
     const refuse = (reason: CastRefusal, message: string, retryAfterSeconds?: number) => castRefused(reason, message, config.errorUrl, retryAfterSeconds);
     if (config.validUntil && config.validUntil.getTime() <= Date.now()) throw refuse('expired', 'This link has expired');
-    if (!referrerAllowed(config.allowedReferrers, visitor.referer)) throw refuse('referrer', 'This link may not be opened from this page');
+    if (!referrerAllowed(config.allowedReferrers, body.referrer ?? visitor.referer)) throw refuse('referrer', 'This link may not be opened from this page');
     const loggedIn = body.session_jwt ? await this.loggedInUser(body.session_jwt) : null;
     if (body.session_jwt && !loggedIn) throw refuse('login_required', 'Your login session is not valid any more; log in again');
     if (!loggedIn && !config.allowAnonymous) throw refuse('login_required', 'Log in to open this link');

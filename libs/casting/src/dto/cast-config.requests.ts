@@ -80,4 +80,6 @@ export class CastLaunchRequest {
   @IsOptional() @IsString() @MaxLength(128) @Matches(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { message: 'container_network must be a Docker network name' }) container_network?: string;
   @IsOptional() @IsString() @MaxLength(8192) recaptcha_token?: string;
   @IsOptional() @IsString() @MaxLength(8192) session_jwt?: string;
+  /** The page the visitor came from (the client's document.referrer): the launch request's own Referer is the client's page. */
+  @IsOptional() @IsString() @MaxLength(8192) referrer?: string;
 }
