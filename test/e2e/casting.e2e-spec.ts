@@ -1,5 +1,7 @@
+import { ChildProcess, spawn } from 'node:child_process';
 import { createServer, Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import Redis from 'ioredis';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { newId, randomSecret } from '@ws/common';
@@ -417,5 +419,67 @@ describe('cast launch on a real Docker engine', () => {
     expect(row.staging_config_id).toBeNull();
     const inspected = await localDocker().docker.getContainer(row.container_id).inspect();
     expect(Object.keys(inspected.NetworkSettings.Networks)).toEqual([network]);
+  });
+});
+
+/** The address limit while Redis is down: a private redis-server of this test on loopback, stopped in the middle. */
+describe('cast address limit during a Redis outage', () => {
+  let api: TestApi;
+  let redis: ChildProcess;
+  let port: number;
+  const startRedis = async () => {
+    const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    await waitFor('private redis-server', async () => {
+      if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`);
+      const client = new Redis(`redis://127.0.0.1:${port}`, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      try {
+        await client.connect();
+        return (await client.ping()) === 'PONG' ? true : undefined;
+      } catch {
+        return undefined;
+      } finally {
+        client.disconnect();
+      }
+    }, 30_000, 100);
+    return child;
+  };
+  const stopRedis = async () => {
+    if (redis.exitCode !== null || redis.signalCode !== null) return;
+    const exited = new Promise((resolve) => redis.once('exit', resolve));
+    redis.kill('SIGTERM');
+    await exited;
+  };
+
+  beforeAll(async () => {
+    port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const { port: free } = probe.address() as AddressInfo;
+        probe.close(() => resolve(free));
+      });
+    });
+    redis = await startRedis();
+    api = await TestApi.start({ REDIS_URL: `redis://127.0.0.1:${port}` });
+    const zone = await api.app.get(ZonesService).ensure('default');
+    await api.app.get(ServersService).upsert({ hostname: 'cast-host', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 64, memory: 256 * 1024 ** 3 });
+  });
+  afterAll(async () => {
+    if (redis && (redis.exitCode !== null || redis.signalCode !== null)) redis = await startRedis();
+    await api?.close();
+    if (redis) await stopRedis();
+  });
+
+  it('answers 503 instead of launching uncounted, and takes no session', async () => {
+    const admin = await api.key(['Global Admin']);
+    const imageId = wire((await api.app.get(ImagesService).upsert({ name: 'example/desktop:1', friendlyName: 'Outage desktop', cores: 1, memory: 512 * 1024 ** 2, portMap: { vnc: '5900/tcp' } })).id);
+    const config = (await api.call('create_cast_config', admin, {
+      target_cast_config: { casting_config_name: 'Limited', image_id: imageId, key: 'limited', allow_anonymous: true, limit_ips: true, ip_request_limit: 5, limit_sessions: true, session_remaining: 5 },
+    })).body.cast_config;
+    const launch = () => request(api.app.getHttpServer()).post('/api/client/cast').set('content-type', 'application/json').send({ key: 'limited' });
+    expect((await launch()).status).toBe(200);
+    await stopRedis();
+    const refused = await launch();
+    expect(refused.status).toBe(503);
+    expect(refused.body.error_message).toContain('Redis');
+    expect((await api.call('get_cast_config', admin, { cast_config_id: config.cast_config_id })).body.cast_config.session_remaining).toBe(4);
   });
 });

@@ -181,6 +181,7 @@ export class CastLaunch {
 
   /** ip_request_limit launches per source address per ip_request_seconds, counted in Redis (every replica shares it). */
   private async countAddress(config: CastConfig, address: string, refuse: (r: CastRefusal, m: string, retry?: number) => ApiError): Promise<void> {
+    this.redis.assertConnected(); // 503 while Redis is down: the limit is never lifted by an outage
     const name = `${config.id}:${config.ipRequestLimit}:${config.ipRequestSeconds}`;
     let limiter = this.limiters.get(name);
     if (!limiter) {
