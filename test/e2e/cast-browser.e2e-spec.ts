@@ -4,7 +4,8 @@
  * over the link's address limit lands on its error_url (a loopback page that records the visit); a signed-in
  * visitor who opens a resumable link twice is sent into the same workspace; a link that requires a captcha shows
  * the provider's widget (a loopback stand-in for its script and verify endpoint) and launches only with a token
- * the verify endpoint accepts.
+ * the verify endpoint accepts; a link with allowed_referrers opens from a listed page (the client passes its
+ * document.referrer) and refuses a direct visit.
  */
 import { execFileSync } from 'node:child_process';
 import { createServer, Server } from 'node:http';
@@ -86,6 +87,12 @@ describe('casting links in the browser client (chromium against a live api and w
     // The integrator's error page, on loopback: records which paths the browser was sent to.
     errorPages = createServer((req, res) => {
       errorVisits.push(req.url ?? '');
+      // The integrator's page that links to a cast link (allowed_referrers names this host:port).
+      const linkTo = /^\/link-to\/([A-Za-z0-9_-]+)$/.exec(req.url ?? '');
+      if (linkTo) {
+        res.writeHead(200, { 'content-type': 'text/html' }).end(`<!doctype html><title>portal</title><a id="cast" href="${base}/#/cast/${linkTo[1]}">open</a>`);
+        return;
+      }
       res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>sorry</title><p>over the limit</p>');
     });
     await new Promise<void>((resolve) => errorPages.listen(0, '127.0.0.1', resolve));
@@ -233,5 +240,19 @@ describe('casting links in the browser client (chromium against a live api and w
     await desktopRendered(solved);
     expect(captchaVerifications.map((form) => [form.get('secret'), form.get('response')])).toEqual([['the-private-key', 'guessed'], ['the-private-key', 'solved']]);
     expect(captchaScriptLoads.length).toBe(2);
+  }, 600_000);
+
+  it('a link with allowed_referrers opens from a listed page and is refused when opened directly', async () => {
+    await createLink({ key: 'from-portal', allow_anonymous: true, allowed_referrers: [new URL(errorBase).host] });
+    const direct = await newPage();
+    await direct.goto(`${base}/#/cast/from-portal`);
+    await expectState(direct, 'error');
+    expect(await direct.textContent('#cast-reason')).toBe('referrer');
+
+    const linked = await newPage();
+    await linked.goto(`${errorBase}/link-to/from-portal`);
+    await linked.click('#cast');
+    await expectState(linked, 'connected');
+    await desktopRendered(linked);
   }, 600_000);
 });
