@@ -1,13 +1,10 @@
-import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
 import type { ExecResult } from '@ws/agent';
 import { DataSource } from 'typeorm';
 import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
 import { ZonesService } from '@ws/zones';
-import { localDocker, TestApi, TestKey, waitFor } from './harness';
+import { browserImage, localDocker, TestApi, TestKey, waitFor } from './harness';
 
-const ROOT = join(__dirname, '..', '..');
 /** A page server inside the workspace, on the container's own loopback (the only network a test may use). */
 const PAGE_PORT = 8123;
 const PAGE_SERVER = [
@@ -17,14 +14,6 @@ const PAGE_SERVER = [
   'while (my $c = $s->accept) { my $line = <$c>; print $log $line if defined $line; while (my $h = <$c>) { last if $h =~ /^\\r?\\n$/ }',
   '  print $c "HTTP/1.0 200 OK\\r\\nContent-Type: text/html\\r\\nConnection: close\\r\\n\\r\\n<html><body style=\\"background:#c0ffee\\">cast</body></html>"; close $c }',
 ].join('\n');
-
-/** The reference browser image (npm test builds it and passes the tag; a direct jest run builds or finds it). */
-function browserImage(): string {
-  if (process.env.WS_TEST_BROWSER_IMAGE) return process.env.WS_TEST_BROWSER_IMAGE;
-  const out = execFileSync('bash', ['scripts/build-browser-image.sh'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-  process.env.WS_TEST_BROWSER_IMAGE = out.trim().split('\n').pop() as string;
-  return process.env.WS_TEST_BROWSER_IMAGE;
-}
 
 /**
  * The reference browser image (scripts/build-browser-image.sh) on a real Docker engine: its kiosk Chromium

@@ -15,7 +15,9 @@ import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
 import { SettingsService } from '@ws/settings';
 import { ZonesService } from '@ws/zones';
-import { desktopImage, TestApi, TestKey, waitFor } from './harness';
+import type { ExecResult } from '@ws/agent';
+import { DataSource } from 'typeorm';
+import { browserImage, desktopImage, localDocker, TestApi, TestKey, waitFor } from './harness';
 
 const CHROMIUM = '/usr/bin/chromium';
 const X_RES = 800;
@@ -43,6 +45,7 @@ describe('casting links in the browser client (chromium against a live api and w
   let base: string;
   let browser: Browser;
   let imageId: string;
+  let browserImageId: string;
   let errorPages: Server;
   let errorBase: string;
   const errorVisits: string[] = [];
@@ -56,6 +59,7 @@ describe('casting links in the browser client (chromium against a live api and w
     execFileSync('bash', ['scripts/ensure-browser.sh'], { cwd: `${__dirname}/../..`, stdio: ['ignore', 'inherit', 'inherit'] });
     // Before any worker runs: a build blocks this process (execFileSync) and would cost the workers their job locks.
     const imageName = desktopImage();
+    const browserImageName = browserImage();
     // The captcha provider, stand-in on loopback: its script for the browser, its verify endpoint for the api.
     captchaProvider = createServer((req, res) => {
       if (req.url?.startsWith('/recaptcha.js')) {
@@ -82,6 +86,11 @@ describe('casting links in the browser client (chromium against a live api and w
     await api.app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 8, memory: 16 * 1024 ** 3 });
     const image = await api.app.get(ImagesService).upsert({ name: imageName, friendlyName: 'Desktop', cores: 0.5, memory: 512 * 1024 ** 2, xRes: X_RES, yRes: Y_RES, portMap: { vnc: '5900/tcp' } });
     imageId = image.id.replace(/-/g, '');
+    const browserImageRow = await api.app.get(ImagesService).upsert({
+      name: browserImageName, friendlyName: 'Browser', cores: 0.5, memory: 1024 ** 3, xRes: X_RES, yRes: Y_RES, portMap: { vnc: '5900/tcp' },
+      isBrowser: true, execConfig: { go: { cmd: 'workspace-browser-open' } },
+    });
+    browserImageId = browserImageRow.id.replace(/-/g, '');
     admin = await api.key(['Global Admin']);
 
     // The integrator's error page, on loopback: records which paths the browser was sent to.
@@ -254,5 +263,24 @@ describe('casting links in the browser client (chromium against a live api and w
     await linked.click('#cast');
     await expectState(linked, 'connected');
     await desktopRendered(linked);
+  }, 600_000);
+
+  it('a link to the browser image opens the page its workspace_url argument names in the kiosk', async () => {
+    await createLink({ key: 'browse', image_id: browserImageId, allow_anonymous: true, dynamic_workspace_url: true });
+    const pageUrl = 'http://127.0.0.1:8123/from-the-link?x=1';
+    const page = await newPage();
+    await page.goto(`${base}/#/cast/browse?workspace_url=${encodeURIComponent(pageUrl)}`);
+    await expectState(page, 'connected');
+    const { workspaceId } = connectedWorkspace(page);
+    const [{ container_id: containerId }] = await api.app.get(DataSource).query('SELECT container_id FROM workspaces WHERE replace(id::text, \'-\', \'\') = $1', [workspaceId]);
+    // The kiosk chromium runs with the link's URL among its arguments.
+    const kiosk = await waitFor('the kiosk on the link URL', async () => {
+      const out = (await localDocker().exec(containerId, {
+        cmd: 'url=$(head -n 1 /tmp/workspace-browser/url 2>/dev/null) && pid=$(cat /tmp/workspace-browser/chromium.pid 2>/dev/null) && tr "\\0" "\\n" < /proc/$pid/cmdline | grep -Fx -- "$url" || true',
+        wait: true, timeoutMs: 30_000,
+      })) as ExecResult;
+      return out.stdout.trim() || undefined;
+    }, 120_000, 250);
+    expect(kiosk).toBe(pageUrl);
   }, 600_000);
 });

@@ -127,3 +127,11 @@ export function desktopImage(): string {
   process.env.WS_TEST_DESKTOP_IMAGE = out.trim().split('\n').pop() as string;
   return process.env.WS_TEST_DESKTOP_IMAGE;
 }
+
+/** The reference browser image (npm test builds it and passes the tag; a direct jest run builds or finds it). */
+export function browserImage(): string {
+  if (process.env.WS_TEST_BROWSER_IMAGE) return process.env.WS_TEST_BROWSER_IMAGE;
+  const out = execFileSync('bash', ['scripts/build-browser-image.sh'], { cwd: `${__dirname}/../..`, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  process.env.WS_TEST_BROWSER_IMAGE = out.trim().split('\n').pop() as string;
+  return process.env.WS_TEST_BROWSER_IMAGE;
+}
