@@ -141,6 +141,7 @@ describe('failed authentication limits (no trusted proxy)', () => {
     expectRateLimited(await post(base, '/api/client/login', { login_token: randomSecret(16) }, { from }));
     // The same address is refused on the other browser routes too; the count is per address, not per route.
     expectRateLimited(await post(base, '/api/client/session', { session_jwt: 'forged.jwt.token' }, { from }));
+    expectRateLimited(await post(base, '/api/client/cast', { key: 'any-link', session_jwt: 'forged.jwt.token' }, { from }));
     const elsewhere = '127.0.13.2';
     for (let i = 0; i < PER_ADDRESS; i++) {
       expect((await post(replicaBase, '/api/client/session', { session_jwt: `forged.${i}.jwt` }, { from: elsewhere })).status).toBe(401);

@@ -1,5 +1,5 @@
-import { Body, Controller, Get, Headers, HttpCode, Ip, Param, Post } from '@nestjs/common';
-import { PublicRoute } from '@ws/auth';
+import { Body, Controller, Get, Headers, HttpCode, Ip, Param, Post, UseInterceptors } from '@nestjs/common';
+import { LimitFailedAuth, PublicRoute } from '@ws/auth';
 import { CastLaunch, CastLaunchRequest, castRefused } from '@ws/casting';
 
 const CAST_KEY = /^[A-Za-z0-9_-]{1,128}$/;
@@ -22,6 +22,8 @@ export class ClientCastController {
   @Post()
   @HttpCode(200)
   @PublicRoute()
+  // A forged or stale session_jwt (login_required, 401) counts as a failed login of the address, like /api/client/session.
+  @UseInterceptors(LimitFailedAuth)
   launch(@Body() body: CastLaunchRequest, @Ip() address: string, @Headers('referer') referer: string | undefined) {
     return this.casts.launch(body, { address, referer });
   }
