@@ -2,7 +2,8 @@ import { createServer } from 'node:net';
 import Redis from 'ioredis';
 import { ApiError, AppConfig, ErrorCode, loadConfig, randomSecret } from '@ws/common';
 import { RedisConnections } from '@ws/queue/redis-connections';
-import { AuthRateLimiter, FailureLimiter, TrustedProxies } from './auth-rate-limiter';
+import { AuthRateLimiter, FailureLimiter } from './auth-rate-limiter';
+import { TrustedProxies } from './trusted-proxies';
 
 // Real Redis on loopback; every limiter gets a prefix of its own.
 const clients: Redis[] = [];

@@ -1,10 +1,10 @@
-import { BlockList, isIP } from 'node:net';
 import { CallHandler, ExecutionContext, Injectable, Logger, NestInterceptor } from '@nestjs/common';
 import type Redis from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { catchError, Observable } from 'rxjs';
 import { addressList, ApiError, AppConfig, ErrorCode } from '@ws/common';
 import { RedisConnections } from '@ws/queue/redis-connections';
+import { TrustedProxies } from './trusted-proxies';
 
 export interface FailureLimits {
   /** Failures per window from one source address. */
@@ -136,46 +136,6 @@ export class FailureLimiter {
 
 function countable(apiKey: string | undefined): apiKey is string {
   return apiKey !== undefined && apiKey.length > 0 && apiKey.length <= MAX_KEY_LENGTH;
-}
-
-/**
- * The client's address as Fastify's trustProxy works it out, for raw requests Fastify never sees (websocket
- * upgrades): X-Forwarded-For is walked from the right only while the hop it came from is a trusted proxy.
- */
-export class TrustedProxies {
-  private readonly list = new BlockList();
-  private readonly any: boolean;
-
-  constructor(entries: string[]) {
-    for (const entry of entries) {
-      const [address, bits] = entry.split('/');
-      const family = isIP(address) === 6 ? 'ipv6' : 'ipv4';
-      if (bits === undefined) this.list.addAddress(address, family);
-      else this.list.addSubnet(address, Number(bits), family);
-    }
-    this.any = entries.length > 0;
-  }
-
-  clientAddress(socketAddress: string | undefined, forwardedFor: string | string[] | undefined): string {
-    let address = unmapped(socketAddress ?? '');
-    if (!this.any || forwardedFor === undefined) return address;
-    const hops = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor).split(',').map((hop) => unmapped(hop.trim()));
-    for (let i = hops.length - 1; i >= 0 && this.trusted(address); i--) {
-      if (!isIP(hops[i])) break;
-      address = hops[i];
-    }
-    return address;
-  }
-
-  private trusted(address: string): boolean {
-    const family = isIP(address);
-    return family !== 0 && this.list.check(address, family === 6 ? 'ipv6' : 'ipv4');
-  }
-}
-
-/** `::ffff:1.2.3.4` (an IPv4 client on a dual-stack socket) is 1.2.3.4. */
-function unmapped(address: string): string {
-  return address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address;
 }
 
 /**

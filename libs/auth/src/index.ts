@@ -5,6 +5,7 @@ export * from './api-key.entity';
 export * from './api-keys.service';
 export * from './api-key-authenticator';
 export * from './auth-rate-limiter';
+export * from './trusted-proxies';
 export * from './access.service';
 export * from './operation.decorator';
 export * from './operation.guard';
