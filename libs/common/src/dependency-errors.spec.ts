@@ -64,6 +64,14 @@ describe('dependencyOutage', () => {
       expect(dependencyOutage(error)).toBe('PostgreSQL');
     });
 
+    it('pg-pool: a query after the pool was ended (a request in flight while the process shuts down)', async () => {
+      const pool = new Pool({ host: '127.0.0.1', port: silent.port, max: 1 });
+      await pool.end();
+      const error = await caught(() => pool.query('SELECT 1'));
+      expect((error as Error).message).toMatch(/after calling end/);
+      expect(dependencyOutage(error)).toBe('PostgreSQL');
+    });
+
     it('ioredis: a command to a server that never answers times out', async () => {
       const redis = new Redis({ host: '127.0.0.1', port: silent.port, commandTimeout: 200, maxRetriesPerRequest: 1, retryStrategy: () => null });
       redis.on('error', () => undefined);

@@ -27,6 +27,8 @@ const POSTGRES_MESSAGES = [
   'Query read timeout',
   'Client has encountered a connection error and is not queryable',
   'Client was closed and is not queryable',
+  // The process is shutting down: a request still in flight when the pool closed may be retried elsewhere.
+  'Cannot use a pool after calling end on the pool',
 ];
 
 /** Messages ioredis and BullMQ raise while the connection is down, reconnecting or a command got no answer. */
