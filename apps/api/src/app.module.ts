@@ -17,6 +17,7 @@ import { ClientSessionController } from './client/client-session.controller';
 import { ApiExceptionFilter } from './errors/api-exception.filter';
 import { GatewayModule } from './gateway/gateway.module';
 import { HealthController } from './health.controller';
+import { StorageApiModule } from './storage/storage.module';
 import { GroupsController } from './public-api/groups.controller';
 import { ImagesController } from './public-api/images.controller';
 import { SessionTokensController } from './public-api/session-tokens.controller';
@@ -32,7 +33,7 @@ export class AppModule {
   static forRoot(overrides: Partial<AppConfig> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, WorkspacesModule, ZonesModule, ServersModule, GatewayModule, StagingModule, CastingModule],
+      imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, WorkspacesModule, ZonesModule, ServersModule, GatewayModule, StagingModule, CastingModule, StorageApiModule],
       controllers: [UsersController, GroupsController, SessionTokensController, WorkspacesController, WorkspaceStreamsController, ImagesController, StagingController, CastingController, ClientLoginController, ClientSessionController, ClientConnectController, ClientCastController, HealthController],
       providers: [
         { provide: APP_GUARD, useClass: OperationGuard },

@@ -1,8 +1,9 @@
 import { plainToInstance, Transform } from 'class-transformer';
 import { isIP } from 'node:net';
-import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync, ValidateBy } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync, ValidateBy } from 'class-validator';
 
 const toInt = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
+const toBool = ({ value }: { value: unknown }) => (value === 'true' || value === '1' ? true : value === 'false' || value === '0' || value === '' ? false : value);
 
 /**
  * Process configuration, read once from the environment at boot. Every field names its variable;
@@ -74,6 +75,22 @@ export class AppConfig {
 
   /** Object storage for profiles and recordings: file:///abs/path or a relative file:// path. */
   @Matches(/^(file|s3):\/\//, { message: 'must be a file:// or s3:// url' }) STORAGE_URL = 'file://./data/storage';
+  /**
+   * Key of the HMAC-signed download links of a file:// store (at least 32 characters). Empty (the default): a
+   * random key the store keeps in its root as .signing-key, shared by the api and worker using that directory.
+   */
+  @ValidateBy({ name: 'isEmptyOrLong', validator: { validate: (v: unknown) => v === '' || (typeof v === 'string' && v.length >= 32), defaultMessage: () => 'must be empty or at least 32 characters' } })
+  STORAGE_SIGNING_SECRET = '';
+  /** S3-compatible endpoint for s3:// urls (http(s)://host[:port]); empty: AWS's own endpoint for S3_REGION. */
+  @Matches(/^(https?:\/\/[^/\s]+\/?)?$/, { message: 'must be empty or an http(s) origin' }) S3_ENDPOINT = '';
+  @Matches(/^[a-z0-9-]{1,32}$/, { message: 'must be a region name such as us-east-1' }) S3_REGION = 'us-east-1';
+  /** Path-style addressing (endpoint/bucket/key), which most self-hosted S3-compatible stores need. */
+  @Transform(toBool) @IsBoolean() S3_FORCE_PATH_STYLE = false;
+  /** Static credentials for s3:// (both or neither); empty: the SDK's default chain (environment, files, instance role). */
+  @IsString() S3_ACCESS_KEY_ID = '';
+  @IsString() S3_SECRET_ACCESS_KEY = '';
+  /** Multipart part size for uploads to s3://; at most two parts are held in memory per upload. */
+  @Transform(toInt) @IsInt() @Min(5) @Max(512) S3_PART_SIZE_MB = 8;
 
   @IsIn(['error', 'warn', 'log', 'debug', 'verbose']) LOG_LEVEL = 'log';
   /** Worker: concurrent jobs per queue in one process. */

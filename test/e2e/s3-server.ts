@@ -1,0 +1,48 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+
+export interface S3Server {
+  /** http://127.0.0.1:<port> */
+  endpoint: string;
+  bucket: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * A real S3-compatible server (scripts/s3-server.js: s3rver, which verifies SigV4 signatures and presigned
+ * expiry) in a child process on a free loopback port, storing under `dir`, with `bucket` created. Its own
+ * process, so its memory never counts in the tests' RSS measurements.
+ */
+export async function startS3Server(dir: string, bucket: string): Promise<S3Server> {
+  const child = spawn(process.execPath, [`${__dirname}/../../scripts/s3-server.js`, '--dir', dir, '--bucket', bucket, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const endpoint = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('s3 server did not start within 60 s')), 60_000);
+    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+    lines.on('line', (line) => {
+      const match = /^listening (http:\/\/127\.0\.0\.1:\d+)$/.exec(line.trim());
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`s3 server exited with ${code} before listening`));
+    });
+  });
+  return { endpoint, bucket, accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', stop: () => stopChild(child) };
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
