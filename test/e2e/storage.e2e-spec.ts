@@ -153,26 +153,27 @@ describe('object storage: one contract, file:// and s3:// backends', () => {
       expect(await store().head('verify/short')).toBeNull();
     });
 
-    it('streams a 64 MiB object through (multipart on S3) with memory growth well below its size', async () => {
+    it('streams a 128 MiB object through (multipart on S3) with memory growth well below its size', async () => {
       await store().put('large/warm-up', Readable.from([randomBytes(MiB)])); // loads the code paths before measuring
-      const source = generated(64);
+      const source = generated(128);
       collectGarbage();
       const before = process.memoryUsage().rss;
       let peak = before;
       const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
       try {
-        const put = await putVerified(store(), 'large/64mib', source.body);
+        const put = await putVerified(store(), 'large/128mib', source.body);
         expect(put.size).toBe(source.size);
         expect(put.sha256).toBe(source.sha256());
-        const read = await hashStream(await store().get('large/64mib'));
+        const read = await hashStream(await store().get('large/128mib'));
         expect(read).toEqual({ size: source.size, sha256: source.sha256() });
       } finally {
         clearInterval(sampler);
       }
       peak = Math.max(peak, process.memoryUsage().rss);
-      expect(peak - before).toBeLessThan(32 * MiB);
-      expect((await store().head('large/64mib'))?.size).toBe(64 * MiB);
-      await store().delete('large/64mib');
+      // Holding the object (or any large share of it) would grow RSS by 128 MiB or more.
+      expect(peak - before).toBeLessThan(48 * MiB);
+      expect((await store().head('large/128mib'))?.size).toBe(128 * MiB);
+      await store().delete('large/128mib');
     });
 
     it('signed download links: valid serves the bytes, tampered and expired are refused', async () => {
