@@ -16,7 +16,10 @@ export interface S3Server {
  * process, so its memory never counts in the tests' RSS measurements.
  */
 export async function startS3Server(dir: string, bucket: string): Promise<S3Server> {
-  const child = spawn(process.execPath, [`${__dirname}/../../scripts/s3-server.js`, '--dir', dir, '--bucket', bucket, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [`${__dirname}/../../scripts/s3-server.js`, '--dir', dir, '--bucket', bucket, '--port', '0', '--stop-on-stdin-close', 'yes'], {
+    // Its stdin is a pipe from this process: if jest dies without stop(), the pipe closes and the server exits.
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   const endpoint = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('s3 server did not start within 60 s')), 60_000);
     const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
