@@ -26,45 +26,21 @@ const TRANSIENT = new Set([502, 503, 504]);
  * Network failures and gateway errors (502/503/504) are retried `retries` times with a growing delay;
  * after that a NetworkError is thrown (or the last transient answer is returned).
  */
-export async function postJson(path, body, { signal, retries = 4 } = {}) {
-  for (let attempt = 0; ; attempt++) {
-    let response;
-    try {
-      response = await fetch(path, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json' },
-        body: JSON.stringify(body),
-        credentials: 'same-origin',
-        cache: 'no-store',
-        signal,
-      });
-    } catch (err) {
-      if (signal?.aborted) throw signal.reason;
-      if (attempt >= retries) throw new NetworkError(err instanceof Error ? err.message : String(err));
-      await sleep(backoff(attempt), signal);
-      continue;
-    }
-    if (TRANSIENT.has(response.status) && attempt < retries) {
-      await sleep(backoff(attempt), signal);
-      continue;
-    }
-    let data = null;
-    try {
-      data = await response.json();
-    } catch {
-      if (signal?.aborted) throw signal.reason;
-      data = null;
-    }
-    return { status: response.status, data };
-  }
+export function postJson(path, body, { signal, retries = 4 } = {}) {
+  const init = { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(body) };
+  return requestJson(path, init, { signal, retries });
 }
 
 /** GET `path` as JSON, answering `{status, data}` like postJson (same retries). */
-export async function getJson(path, { signal, retries = 4 } = {}) {
+export function getJson(path, { signal, retries = 4 } = {}) {
+  return requestJson(path, { headers: { accept: 'application/json' } }, { signal, retries });
+}
+
+async function requestJson(path, init, { signal, retries }) {
   for (let attempt = 0; ; attempt++) {
     let response;
     try {
-      response = await fetch(path, { headers: { accept: 'application/json' }, credentials: 'same-origin', cache: 'no-store', signal });
+      response = await fetch(path, { ...init, credentials: 'same-origin', cache: 'no-store', signal });
     } catch (err) {
       if (signal?.aborted) throw signal.reason;
       if (attempt >= retries) throw new NetworkError(err instanceof Error ? err.message : String(err));
