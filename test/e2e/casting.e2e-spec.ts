@@ -1,7 +1,5 @@
-import { ChildProcess, spawn } from 'node:child_process';
 import { createServer, Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import Redis from 'ioredis';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { newId, randomSecret } from '@ws/common';
@@ -12,6 +10,7 @@ import { SettingsService } from '@ws/settings';
 import { ZonesService } from '@ws/zones';
 import { insertWorkspaceRow } from './fixtures';
 import { desktopImage, HEX32, localDocker, TestApi, TestKey, waitFor } from './harness';
+import { PrivateRedis } from './private-redis';
 
 const wire = (uuid: string) => uuid.replace(/-/g, '');
 
@@ -425,47 +424,18 @@ describe('cast launch on a real Docker engine', () => {
 /** The address limit while Redis is down: a private redis-server of this test on loopback, stopped in the middle. */
 describe('cast address limit during a Redis outage', () => {
   let api: TestApi;
-  let redis: ChildProcess;
-  let port: number;
-  const startRedis = async () => {
-    const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-    await waitFor('private redis-server', async () => {
-      if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`);
-      const client = new Redis(`redis://127.0.0.1:${port}`, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-      try {
-        await client.connect();
-        return (await client.ping()) === 'PONG' ? true : undefined;
-      } catch {
-        return undefined;
-      } finally {
-        client.disconnect();
-      }
-    }, 30_000, 100);
-    return child;
-  };
-  const stopRedis = async () => {
-    if (redis.exitCode !== null || redis.signalCode !== null) return;
-    const exited = new Promise((resolve) => redis.once('exit', resolve));
-    redis.kill('SIGTERM');
-    await exited;
-  };
+  let redis: PrivateRedis;
 
   beforeAll(async () => {
-    port = await new Promise<number>((resolve) => {
-      const probe = createServer().listen(0, '127.0.0.1', () => {
-        const { port: free } = probe.address() as AddressInfo;
-        probe.close(() => resolve(free));
-      });
-    });
-    redis = await startRedis();
-    api = await TestApi.start({ REDIS_URL: `redis://127.0.0.1:${port}` });
+    redis = await PrivateRedis.start();
+    api = await TestApi.start({ REDIS_URL: redis.url });
     const zone = await api.app.get(ZonesService).ensure('default');
     await api.app.get(ServersService).upsert({ hostname: 'cast-host', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 64, memory: 256 * 1024 ** 3 });
   });
   afterAll(async () => {
-    if (redis && (redis.exitCode !== null || redis.signalCode !== null)) redis = await startRedis();
+    if (redis && !redis.running) await redis.restart();
     await api?.close();
-    if (redis) await stopRedis();
+    await redis?.stop();
   });
 
   it('answers 503 instead of launching uncounted, and takes no session', async () => {
@@ -476,7 +446,7 @@ describe('cast address limit during a Redis outage', () => {
     })).body.cast_config;
     const launch = () => request(api.app.getHttpServer()).post('/api/client/cast').set('content-type', 'application/json').send({ key: 'limited' });
     expect((await launch()).status).toBe(200);
-    await stopRedis();
+    await redis.stop();
     const refused = await launch();
     expect(refused.status).toBe(503);
     expect(refused.body.error_message).toContain('Redis');

@@ -1,11 +1,10 @@
-import { ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import Redis from 'ioredis';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { parseId } from '@ws/common';
@@ -14,6 +13,7 @@ import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
 import { ZonesService } from '@ws/zones';
 import { TestApi, TestKey, waitFor } from './harness';
+import { PrivateRedis, REDIS_SERVER } from './private-redis';
 
 /**
  * Dependency outages on real services: a private PostgreSQL cluster and a private redis-server (the shared
@@ -22,7 +22,6 @@ import { TestApi, TestKey, waitFor } from './harness';
  */
 const run = promisify(execFile);
 const POSTGRES_BIN = findPostgresBin();
-const REDIS_SERVER = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((p) => existsSync(p));
 const DEPENDENCY_TIMEOUT_MS = 2000;
 /** Far above the bound, far below the outage: a request that waits for the dependency to return fails it. */
 const NO_HANG_MS = 20_000;
@@ -42,7 +41,7 @@ describeIfBinaries('dependency faults: PostgreSQL stopped or stalled, Redis paus
 
   beforeAll(async () => {
     postgres = await PrivatePostgres.start(POSTGRES_BIN as string);
-    redis = await PrivateRedis.start(REDIS_SERVER as string);
+    redis = await PrivateRedis.start();
     api = await TestApi.start({ DATABASE_PORT: postgres.port, REDIS_URL: redis.url, DEPENDENCY_TIMEOUT_MS });
     baseUrl = await api.listen();
     // request_workspace only records and enqueues here (no worker runs), so the image needs no container and
@@ -144,7 +143,7 @@ describeIfBinaries('dependency faults: PostgreSQL stopped or stalled, Redis paus
     expect((await health()).status).toBe(200);
 
     const liveBefore = await liveWorkspaces();
-    await redis.pause(REDIS_PAUSE_MS);
+    expect(await redis.pause(REDIS_PAUSE_MS)).toBe('OK');
 
     expectUnavailable(await requestWorkspace(), /Redis/);
     // Refused means refused: the recorded row was withdrawn, so a retry makes one workspace, not two.
@@ -285,63 +284,3 @@ class PrivatePostgres {
   }
 }
 
-/** redis-server on a loopback port, without persistence. */
-class PrivateRedis {
-  private constructor(
-    private process: ChildProcess,
-    readonly port: number,
-    private readonly binary: string,
-  ) {}
-
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
-  }
-
-  static async start(binary: string): Promise<PrivateRedis> {
-    const port = await freePort();
-    const redis = new PrivateRedis(PrivateRedis.spawn(binary, port), port, binary);
-    await redis.ready();
-    return redis;
-  }
-
-  /** Again on the same port (an empty data set: nothing is persisted). */
-  async restart(): Promise<void> {
-    await this.stop();
-    this.process = PrivateRedis.spawn(this.binary, this.port);
-    await this.ready();
-  }
-
-  private static spawn(binary: string, port: number): ChildProcess {
-    return spawn(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  }
-
-  private async ready(): Promise<void> {
-    const child = this.process;
-    await waitFor('private redis-server', async () => {
-      if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`);
-      return (await this.command(['PING']).catch(() => undefined)) === 'PONG' ? true : undefined;
-    }, 30_000, 100);
-  }
-
-  /** Every client's commands wait until `ms` have passed (the server stalls; connections stay open). */
-  async pause(ms: number): Promise<void> {
-    expect(await this.command(['CLIENT', 'PAUSE', String(ms), 'ALL'])).toBe('OK');
-  }
-
-  async stop(): Promise<void> {
-    if (this.process.exitCode !== null || this.process.signalCode !== null) return;
-    const exited = new Promise((resolve) => this.process.once('exit', resolve));
-    this.process.kill('SIGTERM');
-    await exited;
-  }
-
-  private async command([name, ...args]: string[]): Promise<unknown> {
-    const client = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    try {
-      await client.connect();
-      return await client.call(name, ...args);
-    } finally {
-      client.disconnect();
-    }
-  }
-}

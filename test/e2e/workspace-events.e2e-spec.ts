@@ -1,8 +1,4 @@
-import { ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
-import Redis from 'ioredis';
 import { DataSource } from 'typeorm';
 import { randomSecret } from '@ws/common';
 import { ImagesService } from '@ws/images';
@@ -10,6 +6,7 @@ import { ServersService } from '@ws/servers';
 import { appendWorkspaceEvents, WorkspaceEventType, WorkspaceRuntime } from '@ws/workspaces';
 import { ZonesService } from '@ws/zones';
 import { desktopImage, localDocker, TestApi, TestKey, waitFor } from './harness';
+import { PrivateRedis } from './private-redis';
 import { WorkerProcess } from './worker-processes';
 
 /** The subscriber every worker has (workspace-event-log.subscriber.ts); its deliveries are recorded per event. */
@@ -189,15 +186,13 @@ describe('workspace lifecycle events: outbox and relay', () => {
   });
 
   describe('relay while Redis is lost', () => {
-    const binary = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((p) => existsSync(p));
     let api: TestApi;
     let db: DataSource;
     let redis: PrivateRedis;
     let worker: WorkerProcess | null = null;
 
     beforeAll(async () => {
-      if (!binary) throw new Error('redis-server is needed for this test');
-      redis = await PrivateRedis.start(binary);
+      redis = await PrivateRedis.start();
       api = await TestApi.start({ REDIS_URL: redis.url });
       db = api.app.get(DataSource);
     });
@@ -236,57 +231,3 @@ describe('workspace lifecycle events: outbox and relay', () => {
     }, 300_000);
   });
 });
-
-/** redis-server on a free loopback port, without persistence (a restart comes back empty). */
-class PrivateRedis {
-  private constructor(private child: ChildProcess, private readonly binary: string, readonly port: number) {}
-
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
-  }
-
-  static async start(binary: string): Promise<PrivateRedis> {
-    const port = await new Promise<number>((resolve, reject) => {
-      const probe = createServer().once('error', reject).listen(0, '127.0.0.1', () => {
-        const { port: free } = probe.address() as { port: number };
-        probe.close(() => resolve(free));
-      });
-    });
-    const redis = new PrivateRedis(PrivateRedis.spawn(binary, port), binary, port);
-    await redis.ready();
-    return redis;
-  }
-
-  async restart(): Promise<void> {
-    await this.stop();
-    this.child = PrivateRedis.spawn(this.binary, this.port);
-    await this.ready();
-  }
-
-  async stop(): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    const exited = new Promise((resolve) => this.child.once('exit', resolve));
-    this.child.kill('SIGTERM');
-    await exited;
-  }
-
-  private static spawn(binary: string, port: number): ChildProcess {
-    return spawn(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  }
-
-  private async ready(): Promise<void> {
-    const child = this.child;
-    await waitFor('private redis-server', async () => {
-      if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`);
-      const client = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-      try {
-        await client.connect();
-        return (await client.ping()) === 'PONG' ? true : undefined;
-      } catch {
-        return undefined;
-      } finally {
-        client.disconnect();
-      }
-    }, 30_000, 100);
-  }
-}
