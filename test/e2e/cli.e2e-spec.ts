@@ -1,18 +1,7 @@
-import { buildProgram } from '../../apps/cli/src/program';
 import { closeContext } from '../../apps/cli/src/context';
+import { runCli as cli } from './cli-runner';
 import { TestApi, waitFor } from './harness';
 
-/** Runs the CLI in-process with the test's database; answers what it printed. */
-async function cli(...args: string[]): Promise<string> {
-  const lines: string[] = [];
-  const spy = jest.spyOn(console, 'log').mockImplementation((...parts: unknown[]) => void lines.push(parts.join(' ')));
-  try {
-    await buildProgram().parseAsync(['node', 'cli', ...args]);
-  } finally {
-    spy.mockRestore();
-  }
-  return lines.join('\n');
-}
 
 describe('operator CLI', () => {
   let api: TestApi;

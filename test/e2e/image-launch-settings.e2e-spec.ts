@@ -6,21 +6,10 @@ import { parseId, randomSecret } from '@ws/common';
 import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
 import { FIRST_LAUNCH_MARKER, WorkspaceRuntime } from '@ws/workspaces';
-import { buildProgram } from '../../apps/cli/src/program';
 import { closeContext } from '../../apps/cli/src/context';
+import { runCli as cli } from './cli-runner';
 import { desktopImage, localDocker, TestApi, TestKey, waitFor } from './harness';
 
-/** Runs the CLI in-process with the test's database (as `npm start` and an operator run it); answers what it printed. */
-async function cli(...args: string[]): Promise<string> {
-  const lines: string[] = [];
-  const spy = jest.spyOn(console, 'log').mockImplementation((...parts: unknown[]) => void lines.push(parts.join(' ')));
-  try {
-    await buildProgram().parseAsync(['node', 'cli', ...args]);
-  } finally {
-    spy.mockRestore();
-  }
-  return lines.join('\n');
-}
 
 const GIB = 1024 ** 3;
 const uuidOf = (wireId: string) => parseId(wireId) as string;
