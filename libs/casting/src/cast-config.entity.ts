@@ -1,5 +1,6 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
 import { CreatedAt, TimestampColumn, UpdatedAt } from '@ws/database/columns';
+import { CONFIG_CLIENT_SETTING_FLAGS } from '@ws/groups/group-settings';
 import { Group } from '@ws/groups/group.entity';
 import { Image } from '@ws/images/image.entity';
 
@@ -66,12 +67,7 @@ export const CAST_FLAGS = {
   dynamic_container_network: 'dynamicContainerNetwork',
   allow_resume: 'allowResume',
   enforce_client_settings: 'enforceClientSettings',
-  allow_workspace_audio: 'allowWorkspaceAudio',
-  allow_workspace_uploads: 'allowWorkspaceUploads',
-  allow_workspace_downloads: 'allowWorkspaceDownloads',
-  allow_workspace_clipboard_down: 'allowWorkspaceClipboardDown',
-  allow_workspace_clipboard_up: 'allowWorkspaceClipboardUp',
-  allow_workspace_microphone: 'allowWorkspaceMicrophone',
+  ...CONFIG_CLIENT_SETTING_FLAGS,
   allow_workspace_sharing: 'allowWorkspaceSharing',
   workspace_audio_default_on: 'workspaceAudioDefaultOn',
   workspace_ime_mode_default_on: 'workspaceImeModeDefaultOn',

@@ -19,6 +19,19 @@ export const DEFAULT_CLIENT_SETTINGS = {
 };
 export type ClientSettings = typeof DEFAULT_CLIENT_SETTINGS;
 
+/**
+ * The six allow_workspace_* settings that staging and casting configs carry as columns of their own (spec: the
+ * same field names on both), wire name → entity property.
+ */
+export const CONFIG_CLIENT_SETTING_FLAGS = {
+  allow_workspace_audio: 'allowWorkspaceAudio',
+  allow_workspace_uploads: 'allowWorkspaceUploads',
+  allow_workspace_downloads: 'allowWorkspaceDownloads',
+  allow_workspace_clipboard_down: 'allowWorkspaceClipboardDown',
+  allow_workspace_clipboard_up: 'allowWorkspaceClipboardUp',
+  allow_workspace_microphone: 'allowWorkspaceMicrophone',
+} as const satisfies Partial<Record<keyof ClientSettings, string>>;
+
 export interface EffectiveGroupSettings {
   keepaliveExpiration: number;
   usageLimit: { seconds: number; interval: UsageInterval } | null;

@@ -1,5 +1,6 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
 import { CreatedAt, NumericColumn, UpdatedAt } from '@ws/database/columns';
+import { CONFIG_CLIENT_SETTING_FLAGS } from '@ws/groups/group-settings';
 import { Image } from '@ws/images/image.entity';
 import { Zone } from '@ws/zones/zone.entity';
 
@@ -31,13 +32,6 @@ export class StagingConfig {
 }
 
 /** The client-setting flags a staging config is matched on, wire name → entity property. */
-export const STAGING_FLAGS = {
-  allow_workspace_audio: 'allowWorkspaceAudio',
-  allow_workspace_uploads: 'allowWorkspaceUploads',
-  allow_workspace_downloads: 'allowWorkspaceDownloads',
-  allow_workspace_clipboard_down: 'allowWorkspaceClipboardDown',
-  allow_workspace_clipboard_up: 'allowWorkspaceClipboardUp',
-  allow_workspace_microphone: 'allowWorkspaceMicrophone',
-} as const;
+export const STAGING_FLAGS = CONFIG_CLIENT_SETTING_FLAGS;
 export type StagingFlag = keyof typeof STAGING_FLAGS;
 export const STAGING_FLAG_NAMES = Object.keys(STAGING_FLAGS) as StagingFlag[];
