@@ -1,5 +1,6 @@
 import type { ExecResult } from '@ws/agent';
 import { DataSource } from 'typeorm';
+import { toWireId } from '@ws/common';
 import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
 import { ZonesService } from '@ws/zones';
@@ -28,7 +29,6 @@ describe('reference browser image (kiosk chromium on WORKSPACE_URL)', () => {
   let zoneId: string;
   let imageId: string;
   const userIds: string[] = [];
-  const wire = (uuid: string) => uuid.replace(/-/g, '');
 
   beforeAll(async () => {
     // Before any worker runs: a build blocks this process (execFileSync) and would cost the workers their job locks.
@@ -36,14 +36,14 @@ describe('reference browser image (kiosk chromium on WORKSPACE_URL)', () => {
     api = await TestApi.start({ WORKER_LOCK_MS: 3000 }, { worker: true });
     db = api.app.get(DataSource);
     const zone = await api.app.get(ZonesService).ensure('default');
-    zoneId = wire(zone.id);
+    zoneId = toWireId(zone.id);
     await api.app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 8, memory: 16 * 1024 ** 3 });
     // As npm start registers it: a browser image whose go command points the kiosk at WORKSPACE_URL.
     const image = await api.app.get(ImagesService).upsert({
       name: imageName, friendlyName: 'Browser', cores: 1, memory: 1024 ** 3, xRes: 800, yRes: 600, portMap: { vnc: '5900/tcp' },
       isBrowser: true, execConfig: { go: { cmd: 'workspace-browser-open' } },
     });
-    imageId = wire(image.id);
+    imageId = toWireId(image.id);
     admin = await api.key(['Global Admin']);
     key = await api.key(['Users Auth Session', 'User']);
     for (let i = 0; i < 2; i++) userIds.push((await api.call('create_user', admin, { target_user: { username: `browser-${i}` } })).body.user.user_id);
@@ -100,7 +100,7 @@ describe('reference browser image (kiosk chromium on WORKSPACE_URL)', () => {
 
     const url = `http://127.0.0.1:${PAGE_PORT}/cast-page?from=staging`;
     const res = await api.call('request_workspace', key, { user_id: userIds[1], image_id: imageId, workspace_url: url });
-    expect(res.body).toMatchObject({ status: 'running', workspace_id: wire(staged) });
+    expect(res.body).toMatchObject({ status: 'running', workspace_id: toWireId(staged) });
     const requested = await waitFor('the kiosk asked for the page', async () => {
       const out = await run(containerId, 'cat /tmp/page-requests 2>/dev/null || true');
       return out.stdout.includes('GET /cast-page?from=staging ') ? out.stdout : undefined;

@@ -2,7 +2,7 @@ import { createServer, Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { newId, randomSecret } from '@ws/common';
+import { newId, parseId, randomSecret, toWireId } from '@ws/common';
 import { Group, GroupsService } from '@ws/groups';
 import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
@@ -12,7 +12,6 @@ import { insertWorkspaceRow } from './fixtures';
 import { desktopImage, HEX32, localDocker, TestApi, TestKey, waitFor } from './harness';
 import { PrivateRedis } from './private-redis';
 
-const wire = (uuid: string) => uuid.replace(/-/g, '');
 
 /** The five casting-config operations over HTTP: every field, names filled in, key unique, refusals naming the field. */
 describe('casting configs', () => {
@@ -23,8 +22,8 @@ describe('casting configs', () => {
 
   beforeAll(async () => {
     api = await TestApi.start();
-    imageId = wire((await api.app.get(ImagesService).upsert({ name: 'example/desktop:1', friendlyName: 'Cast desktop', portMap: { vnc: '5900/tcp' } })).id);
-    groupId = wire((await api.app.get(GroupsService).findByRef('All Users')).id);
+    imageId = toWireId((await api.app.get(ImagesService).upsert({ name: 'example/desktop:1', friendlyName: 'Cast desktop', portMap: { vnc: '5900/tcp' } })).id);
+    groupId = toWireId((await api.app.get(GroupsService).findByRef('All Users')).id);
     admin = await api.key(['Global Admin']);
   });
   afterAll(async () => api?.close());
@@ -126,9 +125,9 @@ describe('cast launch', () => {
     db = api.app.get(DataSource);
     const zone = await api.app.get(ZonesService).ensure('default');
     await api.app.get(ServersService).upsert({ hostname: 'cast-host', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 64, memory: 256 * 1024 ** 3 });
-    imageId = wire((await api.app.get(ImagesService).upsert({ name: 'example/desktop:1', friendlyName: 'Cast launch desktop', cores: 1, memory: 512 * 1024 ** 2, portMap: { vnc: '5900/tcp' } })).id);
+    imageId = toWireId((await api.app.get(ImagesService).upsert({ name: 'example/desktop:1', friendlyName: 'Cast launch desktop', cores: 1, memory: 512 * 1024 ** 2, portMap: { vnc: '5900/tcp' } })).id);
     admin = await api.key(['Global Admin']);
-    groupId = wire((await db.getRepository(Group).save({ id: newId(), name: 'Cast visitors', description: null, systemKey: null })).id);
+    groupId = toWireId((await db.getRepository(Group).save({ id: newId(), name: 'Cast visitors', description: null, systemKey: null })).id);
   });
   afterAll(async () => {
     await api?.close();
@@ -183,7 +182,7 @@ describe('cast launch', () => {
     const [row] = await db.query('SELECT launch_options, sharing_enabled, image_id FROM workspaces WHERE id = $1', [first.body.workspace_id]);
     expect(row.launch_options.workspaceUrl).toBe('https://example.test/kiosk');
     expect(row.sharing_enabled).toBe(true);
-    expect(wire(row.image_id)).toBe(imageId);
+    expect(toWireId(row.image_id)).toBe(imageId);
   });
 
   it('workspace_url from the query argument only with dynamic_workspace_url', async () => {
@@ -220,9 +219,9 @@ describe('cast launch', () => {
     expect(res.body).toEqual({ error_message: expect.any(String), error_url: 'https://example.test/oops', reason: 'network_not_allowed' });
     const images = api.app.get(ImagesService);
     const selectable = await images.upsert({ name: 'example/desktop:1', friendlyName: 'Networked desktop', portMap: { vnc: '5900/tcp' }, selectableNetworks: ['cast-net-a'] });
-    const fixed = await link({ image_id: wire(selectable.id), dynamic_container_network: false });
+    const fixed = await link({ image_id: toWireId(selectable.id), dynamic_container_network: false });
     expect((await launch({ key: fixed.key, container_network: 'cast-net-a' })).body.reason).toBe('network_not_allowed');
-    const open = await link({ image_id: wire(selectable.id), dynamic_container_network: true });
+    const open = await link({ image_id: toWireId(selectable.id), dynamic_container_network: true });
     expect((await launch({ key: open.key, container_network: 'cast-net-b' })).body.reason).toBe('network_not_allowed');
     const chosen = await launch({ key: open.key, container_network: 'cast-net-a' });
     expect(chosen.status).toBe(200);
@@ -280,7 +279,7 @@ describe('cast launch', () => {
   it('session_remaining is given back when the launch itself fails', async () => {
     const disabled = await api.app.get(ImagesService).upsert({ name: 'example/desktop:1', friendlyName: 'Disabled cast desktop', portMap: { vnc: '5900/tcp' } });
     await db.query('UPDATE images SET enabled = false WHERE id = $1', [disabled.id]);
-    const config = await link({ image_id: wire(disabled.id), limit_sessions: true, session_remaining: 2 });
+    const config = await link({ image_id: toWireId(disabled.id), limit_sessions: true, session_remaining: 2 });
     const res = await launch({ key: config.key });
     expect(res.status).toBe(400);
     expect(await remaining(config.cast_config_id)).toBe(2);
@@ -325,16 +324,16 @@ describe('cast launch', () => {
   it('allow_resume: a logged-in person with a running workspace of the image gets the same workspace with a new link', async () => {
     const visitor = await loggedIn('cast-resumer');
     const running = await insertWorkspaceRow(db, visitor.userId.replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5'));
-    const resuming = await link({ image_id: wire(running.imageId), allow_anonymous: false, allow_resume: true, limit_sessions: true, session_remaining: 1 });
+    const resuming = await link({ image_id: toWireId(running.imageId), allow_anonymous: false, allow_resume: true, limit_sessions: true, session_remaining: 1 });
     const res = await launch({ key: resuming.key, session_jwt: visitor.jwt });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ workspace_id: wire(running.id), user_id: visitor.userId, resumed: true });
+    expect(res.body).toMatchObject({ workspace_id: toWireId(running.id), user_id: visitor.userId, resumed: true });
     expect(res.body.session_jwt).not.toBe(visitor.jwt);
     expect(await remaining(resuming.cast_config_id)).toBe(1);
-    const fresh = await link({ image_id: wire(running.imageId), allow_anonymous: false, allow_resume: false });
+    const fresh = await link({ image_id: toWireId(running.imageId), allow_anonymous: false, allow_resume: false });
     const notResumed = await launch({ key: fresh.key, session_jwt: visitor.jwt });
     expect(notResumed.body.resumed).toBe(false);
-    expect(notResumed.body.workspace_id).not.toBe(wire(running.id));
+    expect(notResumed.body.workspace_id).not.toBe(toWireId(running.id));
   });
 
   it('the browser-route guard applies: a cross-site post is refused', async () => {
@@ -350,7 +349,6 @@ describe('cast launch on a real Docker engine', () => {
   let admin: TestKey;
   let db: DataSource;
   let imageId: string;
-  const dashed = (id: string) => id.replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5');
   /** A Docker network of this test's own, that the image lets a cast visitor choose. */
   const network = `wse2e-cast-${randomSecret(4)}`;
 
@@ -360,11 +358,11 @@ describe('cast launch on a real Docker engine', () => {
     db = api.app.get(DataSource);
     const zone = await api.app.get(ZonesService).ensure('default');
     await api.app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 16, memory: 16 * 1024 ** 3 });
-    imageId = wire((await api.app.get(ImagesService).upsert({
+    imageId = toWireId((await api.app.get(ImagesService).upsert({
       name: desktopImage(), friendlyName: 'Cast desktop', cores: 0.25, memory: 384 * 1024 ** 2, xRes: 800, yRes: 600, portMap: { vnc: '5900/tcp' }, selectableNetworks: [network],
     })).id);
     admin = await api.key(['Global Admin']);
-    const staging = await api.call('create_staging_config', admin, { target_staging_config: { zone_id: wire(zone.id), image_id: imageId, num_sessions: 1, expiration: 1 } });
+    const staging = await api.call('create_staging_config', admin, { target_staging_config: { zone_id: toWireId(zone.id), image_id: imageId, num_sessions: 1, expiration: 1 } });
     expect(staging.status).toBe(200);
   });
   afterAll(async () => {
@@ -388,8 +386,8 @@ describe('cast launch on a real Docker engine', () => {
     const first = await launch();
     expect(first.status).toBe(200);
     expect(first.body).toMatchObject({ user_id: userId, resumed: false });
-    const [row] = await db.query('SELECT status, staging_config_id, user_id FROM workspaces WHERE id = $1', [dashed(first.body.workspace_id)]);
-    expect(row).toMatchObject({ status: 'running', user_id: dashed(userId) });
+    const [row] = await db.query('SELECT status, staging_config_id, user_id FROM workspaces WHERE id = $1', [parseId(first.body.workspace_id)]);
+    expect(row).toMatchObject({ status: 'running', user_id: parseId(userId) });
     expect(row.staging_config_id).not.toBeNull();
 
     const second = await launch();
@@ -411,7 +409,7 @@ describe('cast launch on a real Docker engine', () => {
     const res = await request(api.app.getHttpServer()).post('/api/client/cast').set('content-type', 'application/json').send({ key, container_network: network });
     expect(res.status).toBe(200);
     const row = await waitFor('the networked desktop running', async () => {
-      const [r] = await db.query('SELECT status, container_id, staging_config_id FROM workspaces WHERE id = $1', [dashed(res.body.workspace_id)]);
+      const [r] = await db.query('SELECT status, container_id, staging_config_id FROM workspaces WHERE id = $1', [parseId(res.body.workspace_id)]);
       if (r.status === 'failed') throw new Error('the networked desktop failed');
       return r.status === 'running' ? r : undefined;
     }, 240_000, 250);
@@ -440,7 +438,7 @@ describe('cast address limit during a Redis outage', () => {
 
   it('answers 503 instead of launching uncounted, and takes no session', async () => {
     const admin = await api.key(['Global Admin']);
-    const imageId = wire((await api.app.get(ImagesService).upsert({ name: 'example/desktop:1', friendlyName: 'Outage desktop', cores: 1, memory: 512 * 1024 ** 2, portMap: { vnc: '5900/tcp' } })).id);
+    const imageId = toWireId((await api.app.get(ImagesService).upsert({ name: 'example/desktop:1', friendlyName: 'Outage desktop', cores: 1, memory: 512 * 1024 ** 2, portMap: { vnc: '5900/tcp' } })).id);
     const config = (await api.call('create_cast_config', admin, {
       target_cast_config: { casting_config_name: 'Limited', image_id: imageId, key: 'limited', allow_anonymous: true, limit_ips: true, ip_request_limit: 5, limit_sessions: true, session_remaining: 5 },
     })).body.cast_config;

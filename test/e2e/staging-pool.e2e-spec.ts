@@ -1,6 +1,7 @@
 import type { ExecResult } from '@ws/agent';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
+import { parseId, toWireId } from '@ws/common';
 import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
 import { ZonesService } from '@ws/zones';
@@ -19,18 +20,16 @@ describe('staging pools on a real Docker engine', () => {
   let zoneId: string;
   let imageId: string;
   const userIds: string[] = [];
-  const wire = (uuid: string) => uuid.replace(/-/g, '');
-  const dashed = (id: string) => id.replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5');
 
   beforeAll(async () => {
     api = await TestApi.start({ WORKER_LOCK_MS: 3000 }, { worker: true });
     db = api.app.get(DataSource);
     const zone = await api.app.get(ZonesService).ensure('default');
-    zoneId = wire(zone.id);
+    zoneId = toWireId(zone.id);
     // Room for every desktop of this file at once (25 in the concurrency test), whatever the overcommit default.
     await api.app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 64, memory: 64 * 1024 ** 3 });
     const image = await api.app.get(ImagesService).upsert({ name: desktopImage(), friendlyName: 'Staged desktop', cores: 0.25, memory: 384 * 1024 ** 2, xRes: 800, yRes: 600, portMap: { vnc: '5900/tcp' } });
-    imageId = wire(image.id);
+    imageId = toWireId(image.id);
     admin = await api.key(['Global Admin']);
     key = await api.key(['Users Auth Session', 'User']);
     for (let i = 0; i < 20; i++) userIds.push((await api.call('create_user', admin, { target_user: { username: `staged-${i}` } })).body.user.user_id);
@@ -48,7 +47,7 @@ describe('staging pools on a real Docker engine', () => {
   /** Unassigned staged rows of a config by status (live ones only). */
   const pool = async (configId: string) => {
     const rows: Array<{ id: string; status: string }> = await db.query(
-      `SELECT id, status FROM workspaces WHERE staging_config_id = $1 AND user_id IS NULL AND status <> 'deleted' ORDER BY start_date`, [dashed(configId)],
+      `SELECT id, status FROM workspaces WHERE staging_config_id = $1 AND user_id IS NULL AND status <> 'deleted' ORDER BY start_date`, [parseId(configId)],
     );
     return { running: rows.filter((r) => r.status === 'running').map((r) => r.id), live: rows.filter((r) => r.status === 'starting' || r.status === 'running').map((r) => r.id), all: rows };
   };
@@ -62,7 +61,7 @@ describe('staging pools on a real Docker engine', () => {
     }, timeoutMs, 250);
   const removed = (workspaceIds: string[]) =>
     waitFor('destroyed workspaces removed', async () => {
-      const [{ live }] = await db.query(`SELECT count(*)::int AS live FROM workspaces WHERE id = ANY($1) AND status <> 'deleted'`, [workspaceIds.map(dashed)]);
+      const [{ live }] = await db.query(`SELECT count(*)::int AS live FROM workspaces WHERE id = ANY($1) AND status <> 'deleted'`, [workspaceIds.map((id) => parseId(id))]);
       return live === 0 ? true : undefined;
     }, 180_000, 250);
   const destroyAll = async (ids: Array<{ workspaceId: string; userId: string }>) => {
@@ -82,7 +81,7 @@ describe('staging pools on a real Docker engine', () => {
     const res = await api.call('request_workspace', key, { user_id: userIds[0], image_id: imageId });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: 'running', user_id: userIds[0], username: 'staged-0' });
-    expect(staged).toContain(dashed(res.body.workspace_id));
+    expect(staged).toContain(parseId(res.body.workspace_id));
     expect(res.body.workspace_url).toBe(`/#/connect/workspace/${res.body.workspace_id}/${userIds[0]}/${res.body.session_token}`);
     // It is the user's now, running, with a working link and the user's expiry.
     const status = await api.call('get_workspace_status', key, { workspace_id: res.body.workspace_id, user_id: userIds[0] });
@@ -94,19 +93,19 @@ describe('staging pools on a real Docker engine', () => {
     const deliveries = await waitFor('the assigned event delivered to staging', async () => {
       const rows: Array<{ failed: boolean }> = await db.query(
         `SELECT d.failed FROM workspace_event_deliveries d JOIN workspace_events e ON e.id = d.event_id
-          WHERE d.subscriber = 'staging-replenish' AND e.workspace_id = $1 AND e.type = 'assigned'`, [dashed(res.body.workspace_id)],
+          WHERE d.subscriber = 'staging-replenish' AND e.workspace_id = $1 AND e.type = 'assigned'`, [parseId(res.body.workspace_id)],
       );
       return rows.length ? rows : undefined;
     }, 60_000, 250);
     expect(deliveries.every((d) => !d.failed)).toBe(true);
     // Two ready again, the claimed one not among them.
     const refilled = await filled(configId, 2);
-    expect(refilled).not.toContain(dashed(res.body.workspace_id));
+    expect(refilled).not.toContain(parseId(res.body.workspace_id));
 
     // What a started container cannot take gets a fresh workspace.
     const fresh = await api.call('request_workspace', key, { user_id: userIds[1], image_id: imageId, environment: { GREETING: 'hi' } });
     expect(fresh.body.status).toBe('starting');
-    expect(refilled).not.toContain(dashed(fresh.body.workspace_id));
+    expect(refilled).not.toContain(parseId(fresh.body.workspace_id));
 
     await deleteConfig(configId);
     await destroyAll([{ workspaceId: res.body.workspace_id, userId: userIds[0] }, { workspaceId: fresh.body.workspace_id, userId: userIds[1] }]);
@@ -118,7 +117,7 @@ describe('staging pools on a real Docker engine', () => {
       name: desktopImage(), friendlyName: 'Staged browser', cores: 0.25, memory: 384 * 1024 ** 2, xRes: 800, yRes: 600, portMap: { vnc: '5900/tcp' },
       isBrowser: true, execConfig: { go: { cmd: 'printf %s "$WORKSPACE_URL" > /tmp/go-url' } },
     });
-    const res0 = await api.call('create_staging_config', admin, { target_staging_config: { zone_id: zoneId, image_id: wire(browser.id), num_sessions: 1, expiration: 1 } });
+    const res0 = await api.call('create_staging_config', admin, { target_staging_config: { zone_id: zoneId, image_id: toWireId(browser.id), num_sessions: 1, expiration: 1 } });
     const configId = res0.body.staging_config.staging_config_id as string;
     const [staged] = await filled(configId, 1);
     const [{ container_id: containerId }] = await db.query('SELECT container_id FROM workspaces WHERE id = $1', [staged]);
@@ -126,8 +125,8 @@ describe('staging pools on a real Docker engine', () => {
     expect(((await localDocker().exec(containerId, { cmd: 'test -e /tmp/go-url && echo ran || echo not yet', wait: true, timeoutMs: 30_000 })) as ExecResult).stdout).toBe('not yet\n');
 
     const url = 'http://127.0.0.1:9/start?from=staging';
-    const res = await api.call('request_workspace', key, { user_id: userIds[2], image_id: wire(browser.id), workspace_url: url });
-    expect(res.body).toMatchObject({ status: 'running', workspace_id: wire(staged) });
+    const res = await api.call('request_workspace', key, { user_id: userIds[2], image_id: toWireId(browser.id), workspace_url: url });
+    expect(res.body).toMatchObject({ status: 'running', workspace_id: toWireId(staged) });
     const written = await waitFor('the go command wrote WORKSPACE_URL', async () => {
       const out = await api.call('exec_command_workspace', admin, { workspace_id: res.body.workspace_id, user_id: userIds[2], exec_config: { cmd: 'cat /tmp/go-url 2>/dev/null || true' }, wait: true });
       return out.body.stdout ? out.body.stdout : undefined;
@@ -155,7 +154,7 @@ describe('staging pools on a real Docker engine', () => {
     const fresh = answers.filter((a) => a.body.status === 'starting');
     expect(served).toHaveLength(5);
     expect(fresh).toHaveLength(15);
-    expect(served.map((a) => dashed(a.body.workspace_id)).sort()).toEqual([...staged].sort());
+    expect(served.map((a) => parseId(a.body.workspace_id)).sort()).toEqual([...staged].sort());
     expect(new Set(answers.map((a) => a.body.workspace_id)).size).toBe(20);
     const owners: Array<{ id: string; user_id: string }> = await db.query('SELECT id, user_id FROM workspaces WHERE id = ANY($1)', [staged]);
     expect(new Set(owners.map((o) => o.user_id)).size).toBe(5);

@@ -1,4 +1,5 @@
 import { DataSource } from 'typeorm';
+import { toWireId } from '@ws/common';
 import { Image } from '@ws/images/image.entity';
 import { ImagesService } from '@ws/images';
 import { ZonesService } from '@ws/zones';
@@ -13,23 +14,22 @@ describe('staging configs', () => {
   let imageId: string;
   let fencedImageId: string;
   let perUserImageId: string;
-  const wire = (uuid: string) => uuid.replace(/-/g, '');
 
   beforeAll(async () => {
     api = await TestApi.start();
     const zones = api.app.get(ZonesService);
-    zoneId = wire((await zones.ensure('default')).id);
+    zoneId = toWireId((await zones.ensure('default')).id);
     const other = await zones.ensure('other');
-    otherZoneId = wire(other.id);
+    otherZoneId = toWireId(other.id);
     const images = api.app.get(ImagesService);
-    imageId = wire((await images.upsert({ name: 'example/desktop:1', friendlyName: 'Desktop', portMap: { vnc: '5900/tcp' } })).id);
+    imageId = toWireId((await images.upsert({ name: 'example/desktop:1', friendlyName: 'Desktop', portMap: { vnc: '5900/tcp' } })).id);
     const fenced = await images.upsert({ name: 'example/desktop:1', friendlyName: 'Fenced desktop', portMap: { vnc: '5900/tcp' } });
     await api.app.get(DataSource).getRepository(Image).update({ id: fenced.id }, { restrictToZone: true, zoneId: other.id });
-    fencedImageId = wire(fenced.id);
+    fencedImageId = toWireId(fenced.id);
     const perUser = await images.upsert({
       name: 'example/desktop:1', friendlyName: 'Per-user desktop', portMap: { vnc: '5900/tcp' }, volumeMappings: { '/srv/homes/{user_id}': { bind: '/home/user/data', mode: 'rw' } },
     });
-    perUserImageId = wire(perUser.id);
+    perUserImageId = toWireId(perUser.id);
     admin = await api.key(['Global Admin']);
   });
   afterAll(async () => api?.close());
