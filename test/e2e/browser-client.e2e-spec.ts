@@ -7,15 +7,15 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Browser, BrowserContext, chromium, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
 import { ZonesService } from '@ws/zones';
 import { desktopImage, TestApi, TestKey, waitFor } from './harness';
+import { launchChromium } from './browser';
 
 const ROOT = join(__dirname, '..', '..');
 const RESULTS = join(ROOT, 'test-results');
-const CHROMIUM = '/usr/bin/chromium';
 const X_RES = 800;
 const Y_RES = 600;
 
@@ -76,11 +76,7 @@ describe('browser client (noVNC in chromium against a live api and workspace)', 
     ownerUrl = running.workspace_url;
     expect(ownerUrl).toMatch(new RegExp(`^/#/connect/workspace/${workspaceId}/${ownerId}/[^/?]+$`));
 
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run'],
-    });
+    browser = await launchChromium();
   }, 600_000);
 
   afterEach(async () => {

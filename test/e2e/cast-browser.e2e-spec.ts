@@ -10,7 +10,7 @@
 import { execFileSync } from 'node:child_process';
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
-import { Browser, BrowserContext, chromium, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
 import { SettingsService } from '@ws/settings';
@@ -18,8 +18,8 @@ import { ZonesService } from '@ws/zones';
 import type { ExecResult } from '@ws/agent';
 import { DataSource } from 'typeorm';
 import { browserImage, desktopImage, localDocker, TestApi, TestKey, waitFor } from './harness';
+import { launchChromium } from './browser';
 
-const CHROMIUM = '/usr/bin/chromium';
 const X_RES = 800;
 const Y_RES = 600;
 /**
@@ -107,11 +107,7 @@ describe('casting links in the browser client (chromium against a live api and w
     await new Promise<void>((resolve) => errorPages.listen(0, '127.0.0.1', resolve));
     errorBase = `http://127.0.0.1:${(errorPages.address() as AddressInfo).port}`;
 
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run'],
-    });
+    browser = await launchChromium();
   }, 600_000);
 
   afterEach(async () => {
