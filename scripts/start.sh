@@ -9,6 +9,7 @@ log() { printf '[start] %s\n' "$*" >&2; }
 bash scripts/ensure-services.sh
 docker_ok=1
 bash scripts/ensure-docker.sh || { docker_ok=0; log "WARNING: no Docker engine; the api runs, but workspaces cannot start"; }
+bash scripts/ensure-media-tools.sh || log "WARNING: no ffmpeg; session recordings are captured but not converted to video"
 log "building"
 npm run --silent build
 node dist/libs/database/src/migrate.js

@@ -10,6 +10,7 @@ bash scripts/ensure-services.sh
 bash scripts/ensure-docker.sh
 bash scripts/ensure-test-tools.sh
 bash scripts/ensure-browser.sh
+bash scripts/ensure-media-tools.sh
 WS_TEST_DESKTOP_IMAGE=$(bash scripts/build-desktop-image.sh | tail -1)
 export WS_TEST_DESKTOP_IMAGE
 log "desktop image $WS_TEST_DESKTOP_IMAGE"
