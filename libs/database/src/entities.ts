@@ -5,6 +5,7 @@ import { Image, ImageAttribute } from '@ws/images/image.entity';
 import { Server } from '@ws/servers/server.entity';
 import { Setting } from '@ws/settings/setting.entity';
 import { StagingConfig } from '@ws/staging/staging-config.entity';
+import { SessionRecording } from '@ws/recordings/session-recording.entity';
 import { LoginLink } from '@ws/users/login-link.entity';
 import { SessionToken } from '@ws/users/session-token.entity';
 import { UserAttributes } from '@ws/users/user-attributes.entity';
@@ -15,5 +16,5 @@ import { Zone } from '@ws/zones/zone.entity';
 
 /** Every entity of every area; the one list the data source, the migration check and the tests share. */
 export const ALL_ENTITIES = [
-  ApiKey, Setting, User, UserAttributes, SessionToken, LoginLink, Group, UserGroup, Zone, Server, Image, ImageAttribute, Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, StagingConfig, CastConfig,
+  ApiKey, Setting, User, UserAttributes, SessionToken, LoginLink, Group, UserGroup, Zone, Server, Image, ImageAttribute, Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, StagingConfig, CastConfig, SessionRecording,
 ];

@@ -3,12 +3,12 @@ import { DEFAULT_CLIENT_SETTINGS, effectiveSettings, usageWindowStart } from './
 
 const group = (over: Partial<Group>): Group => ({
   id: 'g', name: 'g', description: null, systemKey: null, permissions: [], priority: 100, keepaliveExpiration: null, usageLimit: null,
-  usageInterval: 'total', defaultImageId: null, clientSettings: {}, createdAt: new Date(), ...over,
+  usageInterval: 'total', defaultImageId: null, recordSessions: null, clientSettings: {}, createdAt: new Date(), ...over,
 });
 
 describe('effectiveSettings', () => {
   it('falls back to the deployment default', () => {
-    expect(effectiveSettings([], 3600)).toEqual({ keepaliveExpiration: 3600, usageLimit: null, defaultImageId: null, clientSettings: DEFAULT_CLIENT_SETTINGS });
+    expect(effectiveSettings([], 3600)).toEqual({ keepaliveExpiration: 3600, usageLimit: null, defaultImageId: null, recordSessions: false, clientSettings: DEFAULT_CLIENT_SETTINGS });
   });
   it('the first group (highest priority) that sets a value decides', () => {
     const s = effectiveSettings([group({ keepaliveExpiration: null, defaultImageId: 'img-a' }), group({ keepaliveExpiration: 600, usageLimit: 60, usageInterval: 'daily', defaultImageId: 'img-b' })], 3600);

@@ -36,6 +36,8 @@ export interface EffectiveGroupSettings {
   keepaliveExpiration: number;
   usageLimit: { seconds: number; interval: UsageInterval } | null;
   defaultImageId: string | null;
+  /** Whether the stream gateway records the user's sessions (the first group that sets record_sessions decides; default off). */
+  recordSessions: boolean;
   clientSettings: ClientSettings;
 }
 
@@ -58,6 +60,7 @@ export function effectiveSettings(groups: Group[], defaultKeepaliveExpiration: n
     keepaliveExpiration: first((g) => g.keepaliveExpiration) ?? defaultKeepaliveExpiration,
     usageLimit: limitGroup ? { seconds: limitGroup.usageLimit as number, interval: limitGroup.usageInterval } : null,
     defaultImageId: first((g) => g.defaultImageId),
+    recordSessions: first((g) => g.recordSessions) ?? false,
     clientSettings,
   };
 }

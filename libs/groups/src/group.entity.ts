@@ -24,6 +24,8 @@ export class Group {
   /** The window usage_limit counts over: the current UTC day, week (from Monday), month, or all time. */
   @Column('text', { default: 'total' }) usageInterval!: UsageInterval;
   @Column('uuid', { nullable: true }) defaultImageId!: string | null;
+  /** Whether the stream gateway records members' sessions (record_sessions); null: not set by this group. */
+  @Column('boolean', { nullable: true }) recordSessions!: boolean | null;
   /** Overrides of the spec's client_settings keys. */
   @Column('jsonb', { default: () => "'{}'" }) clientSettings!: Record<string, boolean | number>;
   @CreatedAt() createdAt!: Date;

@@ -18,10 +18,14 @@ export interface JobPayloads {
   'workspace-events.relay': Record<string, never>;
   /** Fills, trims and expires staging pools: one config's, or every config's when no id is given (the schedule). */
   'staging.reconcile': { stagingConfigId?: string };
+  /** Turns a captured session recording into a video and thumbnail, then deletes the raw capture. */
+  'recording.convert': { recordingId: string };
   'maintenance.purge-expired-credentials': Record<string, never>;
   'maintenance.reap-expired-workspaces': Record<string, never>;
   'maintenance.reconcile-containers': Record<string, never>;
   'maintenance.prune-workspace-events': Record<string, never>;
+  /** Deletes recordings older than the retention setting; re-enqueues conversions whose job was lost. */
+  'maintenance.expire-recordings': Record<string, never>;
 }
 export type JobName = keyof JobPayloads;
 
@@ -46,10 +50,13 @@ export const JOBS: { [J in JobName]: JobPolicy } = {
   'workspace-events.relay': { queue: QUEUES.workspaces, attempts: 1, backoffMs: 500, everyMs: 5_000 },
   // Asked after each config change and assignment; the schedule catches expiry and lost asks.
   'staging.reconcile': { queue: QUEUES.maintenance, attempts: 3, backoffMs: 1000, everyMs: 15_000 },
+  // Off the gateway's hot path; a retry starts over from the raw capture (nothing is switched until verified).
+  'recording.convert': { queue: QUEUES.maintenance, attempts: 5, backoffMs: 5_000 },
   'maintenance.purge-expired-credentials': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 5 * 60_000 },
   'maintenance.reap-expired-workspaces': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 30_000 },
   'maintenance.reconcile-containers': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 60_000 },
   'maintenance.prune-workspace-events': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 60 * 60_000 },
+  'maintenance.expire-recordings': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 10 * 60_000 },
 };
 
 /** Which queue each job runs on. */
@@ -80,4 +87,5 @@ export const MAX_JOB_STALLS = 5;
 export const jobId = {
   provision: (workspaceId: string) => `provision-${workspaceId}`,
   destroy: (workspaceId: string) => `destroy-${workspaceId}`,
+  convertRecording: (recordingId: string) => `convert-recording-${recordingId}`,
 };
