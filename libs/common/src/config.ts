@@ -92,6 +92,26 @@ export class AppConfig {
   /** Multipart part size for uploads to s3://; at most two parts are held in memory per upload. */
   @Transform(toInt) @IsInt() @Min(5) @Max(512) S3_PART_SIZE_MB = 8;
 
+  /** Persistent profiles larger than this are not saved (the workspace's status says so); never truncated. */
+  @Transform(toInt) @IsInt() @Min(1) @Max(1_048_576) PROFILE_MAX_MB = 2048;
+  /**
+   * Bandwidth cap of one profile save or restore, MiB/s (0: none), so a large home does not saturate the link
+   * to the store for the other workspaces.
+   */
+  @Transform(toInt) @IsInt() @Min(0) @Max(100_000) PROFILE_SYNC_MAX_MBPS = 0;
+
+  /** Where the gateway spools a recording's segments before they are uploaded (local disk of each api process). */
+  @IsString() RECORDING_SPOOL_DIR = './data/recording-spool';
+  /** A recording's raw capture is cut into segments of about this size (and at least every RECORDING_SEGMENT_SECONDS). */
+  @Transform(toInt) @IsInt() @Min(1) @Max(512) RECORDING_SEGMENT_MB = 16;
+  @Transform(toInt) @IsInt() @Min(1) @Max(3600) RECORDING_SEGMENT_SECONDS = 60;
+  /** Frames per second of converted recordings. */
+  @Transform(toInt) @IsInt() @Min(1) @Max(30) RECORDING_FPS = 5;
+  /** Recordings older than this many days are deleted (0: kept forever). */
+  @Transform(toInt) @IsInt() @Min(0) @Max(36_500) RECORDING_RETENTION_DAYS = 30;
+  /** Lifetime of pre-authorized recording download links (preauth_download_link), seconds. */
+  @Transform(toInt) @IsInt() @Min(10) @Max(7 * 24 * 3600) RECORDING_LINK_TTL_SECONDS = 3600;
+
   @IsIn(['error', 'warn', 'log', 'debug', 'verbose']) LOG_LEVEL = 'log';
   /** Worker: concurrent jobs per queue in one process. */
   @Transform(toInt) @IsInt() @Min(1) @Max(64) WORKER_CONCURRENCY = 4;
