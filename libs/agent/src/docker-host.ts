@@ -7,6 +7,7 @@ import {
   classifyDockerError,
   ClassifyContext,
   ContainerConflictError,
+  ContainerNotFoundError,
   daemonMessageOf,
   DockerDaemonError,
   DockerTimeoutError,
@@ -331,6 +332,9 @@ interface WithOptions {
   info(options: { abortSignal: AbortSignal }): Promise<unknown>;
 }
 
+/** setTimeout's largest delay (about 24.8 days); a longer one fires at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -546,6 +550,51 @@ export class DockerHost {
       error: state.Error || null,
       labels,
     };
+  }
+
+  /** The image's own USER and environment (Config.User, Config.Env), for defaults such as the home directory. */
+  async imageConfig(ref: string): Promise<{ user: string | null; env: Record<string, string> }> {
+    const info = (await this.call(`inspect image ${ref}`, { image: ref }, (abortSignal) =>
+      (this.docker.getImage(ref) as unknown as { inspect(options: { abortSignal: AbortSignal }): Promise<Docker.ImageInspectInfo> }).inspect({ abortSignal }))) as Docker.ImageInspectInfo;
+    const env: Record<string, string> = {};
+    for (const entry of info.Config?.Env ?? []) {
+      const at = entry.indexOf('=');
+      if (at > 0) env[entry.slice(0, at)] = entry.slice(at + 1);
+    }
+    return { user: info.Config?.User || null, env };
+  }
+
+  /**
+   * Extracts the tar stream `tar` into the container (running or not) under the directory `path`, keeping the
+   * ownership the tar's headers carry (no copyUIDGID). Bounded by `timeoutMs` as a whole: a large, throttled
+   * archive needs a generous bound. An error of `tar` itself aborts the upload and is what this throws.
+   */
+  async putArchive(containerId: string, path: string, tar: Readable, timeoutMs: number): Promise<void> {
+    let sourceError: unknown = null;
+    tar.once('error', (err) => (sourceError = err));
+    try {
+      await this.call(`copy an archive into ${containerId}:${path}`, { containerId }, (abortSignal) =>
+        this.docker.getContainer(containerId).putArchive(tar, { path, abortSignal }), Math.min(timeoutMs, MAX_TIMER_MS));
+    } catch (err) {
+      if (sourceError) throw sourceError;
+      throw err;
+    }
+  }
+
+  /**
+   * A tar stream of `path` in the container (running or stopped): entries are named from the path's last segment
+   * ("workspace/…" for /home/workspace). The caller must consume or destroy it. A missing path is a permanent
+   * DockerDaemonError (404), a missing container ContainerNotFoundError.
+   */
+  async getArchive(containerId: string, path: string): Promise<Readable> {
+    const operation = `copy ${containerId}:${path} out`;
+    try {
+      return (await this.call(operation, {}, (abortSignal) => this.docker.getContainer(containerId).getArchive({ path, abortSignal }))) as Readable;
+    } catch (err) {
+      const cause = err instanceof AgentError ? err.cause : err;
+      if (httpStatusOf(cause) === 404 && /no such container/i.test(daemonMessageOf(cause))) throw new ContainerNotFoundError(containerId, this.name, { cause });
+      throw err;
+    }
   }
 
   /** Force-removes the container and its anonymous volumes. Gone already (404) or removal in progress is success. */

@@ -201,12 +201,24 @@ export function usernameForPath(username: string): string {
   return encoded || '%00';
 }
 
-function fillTemplates(template: string, values: VolumeTemplateValues, what: string): string {
+/**
+ * A username as one object-key segment (libs/storage keys.ts), injectively: like usernameForPath but with "="
+ * as the escape, since "%" is not a key character; "=" itself is escaped, so distinct names stay distinct.
+ */
+export function usernameForKey(username: string): string {
+  return usernameForPath(username).replace(/%/g, '=');
+}
+
+/**
+ * Fills the `{username}`, `{user_id}` and `{image_id}` templates of `template` (ids as 32 hex digits, the
+ * username through `encodeUsername`); an unknown template or a missing value throws naming `what`.
+ */
+export function fillPathTemplates(template: string, values: VolumeTemplateValues, what: string, encodeUsername: (username: string) => string = usernameForPath): string {
   return template.replace(TEMPLATE, (_, name: string) => {
     if (!TEMPLATE_NAMES.has(name)) return fail(`${what}: unknown template {${name}}; known: {username}, {user_id}, {image_id}`);
     const value = name === 'username' ? values.username : name === 'user_id' ? values.userId : values.imageId;
     if (!value) return fail(`${what} needs a user ({${name}}), but this workspace has none (a staged workspace has no user yet)`);
-    return name === 'username' ? usernameForPath(value) : value.replace(/-/g, '');
+    return name === 'username' ? encodeUsername(value) : value.replace(/-/g, '');
   });
 }
 
@@ -233,7 +245,7 @@ export function parseVolumeMappings(mappings: unknown, values?: VolumeTemplateVa
     if (targets.has(bind as string)) fail(`${what}.bind ${bind as string} is mounted twice`);
     targets.add(bind as string);
     if (mode !== 'rw' && mode !== 'ro') fail(`${what}.mode must be "rw" or "ro"`);
-    const source = fillTemplates(template, fill, what);
+    const source = fillPathTemplates(template, fill, what);
     const kind = template.startsWith('/') ? 'bind' : 'volume';
     if (kind === 'bind') {
       if (!isCleanAbsolutePath(source)) fail(`${what}: host path ${JSON.stringify(source)} must be absolute, without "..", "." or empty segments, ":" or ","`);

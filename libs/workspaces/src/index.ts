@@ -19,3 +19,4 @@ export * from './dto/workspace.requests';
 export * from './workspace-access.service';
 export * from './stream-stats.service';
 export * from './workspace-lookup';
+export * from './workspace-profiles.service';

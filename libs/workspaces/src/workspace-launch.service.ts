@@ -17,6 +17,7 @@ import { StagedClaimSlot } from './staged-claim';
 import { Workspace } from './workspace.entity';
 import { connectPath, operationalStatus } from './workspace.mappers';
 import { WorkspaceLifecycle } from './workspace-lifecycle.service';
+import { WorkspaceProfiles } from './workspace-profiles.service';
 import { WorkspaceSettings } from './workspace-settings.service';
 
 /** request_workspace's answer. */
@@ -45,6 +46,8 @@ export interface LaunchContext {
   user?: User;
   settings?: EffectiveGroupSettings;
   image?: Image;
+  /** The persistent profile's location when the workspace loads and saves one (modes Enabled and Reset), else null. */
+  profileLocation?: string | null;
   issued?: IssuedToken;
   workspace?: Workspace;
   /** Set by a step that serves the request itself (a staged workspace claimed): the steps after it do not run. */
@@ -81,6 +84,7 @@ export class WorkspaceLaunch {
     private readonly stagedClaim: StagedClaimSlot,
     private readonly lifecycle: WorkspaceLifecycle,
     private readonly jobs: JobProducer,
+    private readonly profiles: WorkspaceProfiles,
   ) {
     this.steps = [
       { name: 'check request', run: async (l) => this.checkRequest(l) },
@@ -88,6 +92,7 @@ export class WorkspaceLaunch {
       { name: 'effective settings', run: (l) => this.effectiveSettings(l) },
       { name: 'image', run: (l) => this.resolveImage(l) },
       { name: 'limits', run: async (l) => this.checkLimits(l) },
+      { name: 'persistent profile', run: (l) => this.persistentProfile(l) },
       { name: 'claim staged', run: (l) => this.claimStaged(l) },
       { name: 'token', run: (l) => this.issueToken(l) },
       { name: 'place and record', run: (l) => this.placeAndRecord(l) },
@@ -151,6 +156,13 @@ export class WorkspaceLaunch {
     }
   }
 
+  /** Whether the workspace uses a persistent profile, and where (WorkspaceProfiles.decide: 403, 400, 409). */
+  private async persistentProfile(launch: LaunchContext): Promise<void> {
+    launch.profileLocation = await this.profiles.decide({
+      user: need(launch.user, 'user'), image: need(launch.image, 'image'), settings: need(launch.settings, 'settings'), mode: launch.request.persistent_profile_mode,
+    });
+  }
+
   /** The staging area's slot (StagedClaimSlot): a matching staged workspace is handed over already running. */
   private async claimStaged(launch: LaunchContext): Promise<void> {
     if (launch.inputs.containerNetwork) return; // a staged container already joined its network
@@ -192,14 +204,14 @@ export class WorkspaceLaunch {
           shareId: randomSecret(16), sharingEnabled: body.enable_sharing ?? false, environment: body.environment ?? {}, sessionTokenId: issued.token.id,
           clientSettingsOverride: launch.inputs.clientSettingsOverride ?? {},
           launchOptions: { clientLanguage: body.client_language, clientTimezone: body.client_timezone, workspaceUrl: body.workspace_url, containerNetwork: launch.inputs.containerNetwork },
-          persistentProfileMode: profile, isPersistentProfile: profile !== null && profile !== 'Disabled',
+          persistentProfileMode: profile, isPersistentProfile: profile !== null && profile !== 'Disabled', profileLocation: launch.profileLocation ?? null,
           startDate: start, keepaliveDate: start, expirationDate: addSeconds(start, settings.keepaliveExpiration), destroyedAt: null, destroyReason: null,
         });
       });
     } catch (err) {
       // No workspace came of it: the token goes, and so does a user made only for this request.
       await (user.anonymous ? this.db.getRepository(User).delete({ id: user.id }) : this.db.getRepository(SessionToken).delete({ id: issued.token.id }));
-      throw err;
+      throw this.profiles.conflictOf(err) ?? err;
     }
   }
 

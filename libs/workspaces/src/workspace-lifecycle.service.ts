@@ -84,11 +84,11 @@ export class WorkspaceLifecycle {
     });
   }
 
-  /** → deleted, once its container is gone; the row stays as history. */
-  destroyed(workspaceId: string): Promise<boolean> {
+  /** → deleted, once its container is gone; the row stays as history (with `note` after "Removed", e.g. why a profile was not saved). */
+  destroyed(workspaceId: string, note?: string): Promise<boolean> {
     return this.apply({
       workspaceId, from: LIVE_STATUSES, to: 'deleted',
-      set: { destroyedAt: new Date(), operationalProgress: 100, operationalMessage: 'Removed' },
+      set: { destroyedAt: new Date(), operationalProgress: 100, operationalMessage: note ? `Removed. ${note}` : 'Removed' },
       events: [{ type: 'destroyed', payload: { status: 'deleted' } }],
     });
   }
@@ -96,6 +96,14 @@ export class WorkspaceLifecycle {
   /** Progress of a starting workspace (no state change, no event); `set` may record what the provision made so far. */
   async progress(workspaceId: string, percent: number, message: string, set: QueryDeepPartialEntity<Workspace> = {}): Promise<void> {
     await this.db.getRepository(Workspace).update({ id: workspaceId, status: 'starting' }, { ...set, operationalProgress: percent, operationalMessage: message });
+  }
+
+  /**
+   * Progress of a stopping workspace (saving its persistent profile; no state change, no event); `set` may
+   * record what the removal did so far (the profile's state).
+   */
+  async stoppingProgress(workspaceId: string, percent: number, message: string, set: QueryDeepPartialEntity<Workspace> = {}): Promise<void> {
+    await this.db.getRepository(Workspace).update({ id: workspaceId, status: 'stopping' }, { ...set, operationalProgress: percent, operationalMessage: message });
   }
 
   private apply(transition: Transition, tx?: EntityManager): Promise<boolean> {

@@ -11,6 +11,7 @@ import { LIVE_STATUSES, Workspace } from './workspace.entity';
 import { WorkspaceLifecycle } from './workspace-lifecycle.service';
 import { WorkspaceTeardown } from './workspace-teardown.service';
 import { runStartCommands } from './launch-commands';
+import { ProfileStoreError, WorkspaceProfiles } from './workspace-profiles.service';
 
 const RFB_TIMEOUT_MS = 60_000;
 /**
@@ -38,6 +39,7 @@ export class WorkspaceRuntime {
     private readonly lifecycle: WorkspaceLifecycle,
     private readonly jobs: JobProducer,
     private readonly config: AppConfig,
+    private readonly profiles: WorkspaceProfiles,
   ) {}
 
   /**
@@ -62,6 +64,8 @@ export class WorkspaceRuntime {
         await this.progress(workspace, 20, 'Creating the container');
         if (spec.network === WORKSPACE_NETWORK.name) await ensureWorkspaceNetwork(host); // isolated bridge, see docs/decisions.md
         const { containerId } = await host.createWorkspaceContainer(spec);
+        await this.profiles.prepare(workspace, image, host, containerId); // before the desktop starts (Reset, or load the saved one)
+        attempt.signal?.throwIfAborted();
         await this.lifecycle.progress(workspace.id, 40, 'Starting the container', { containerId });
         attempt.signal?.throwIfAborted();
         await host.start(containerId);
@@ -78,7 +82,7 @@ export class WorkspaceRuntime {
       else await runStartCommands({ hosts: this.hosts, workspaces: this.workspaces }, workspace); // image exec_config (launch-commands.ts); never throws
     } catch (err) {
       if (attempt.signal?.aborted) throw err; // handed back: the next run decides, not this one
-      const permanent = err instanceof PermanentFailure || !isTransientDockerError(err);
+      const permanent = err instanceof PermanentFailure || (!isTransientDockerError(err) && !(err instanceof ProfileStoreError));
       const message = (err as Error).message;
       if (permanent || attempt.final) {
         await this.fail(workspace, message);
@@ -111,15 +115,18 @@ export class WorkspaceRuntime {
   }
 
   async destroy(workspaceId: string): Promise<void> {
-    const workspace = await this.workspaces.findOne({ where: { id: workspaceId }, relations: { server: true } });
+    const workspace = await this.workspaces.findOne({ where: { id: workspaceId }, relations: { server: true, image: true } });
     if (!workspace || workspace.status === 'deleted') return;
+    let note: string | undefined;
     if (workspace.server) {
       // By name as well as id: a provision that was cut short may have made a container it never recorded.
       const host = this.hosts.get(workspace.server);
+      // Integration rule 5: removal is reported only after the profile's upload is confirmed (or refused).
+      note = await this.profiles.saveBeforeRemoval(workspace, workspace.image, host);
       if (workspace.containerId) await host.remove(workspace.containerId);
       await host.remove(containerNameFor(workspace.id));
     }
-    await this.lifecycle.destroyed(workspace.id);
+    await this.lifecycle.destroyed(workspace.id, note);
   }
 
   /** Destroys expired workspaces and re-enqueues work whose job was lost. */

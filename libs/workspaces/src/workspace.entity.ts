@@ -9,10 +9,22 @@ import { User } from '@ws/users/user.entity';
  * made or vanished) → deleted once cleaned up. `deleted` rows are history: every live query excludes them.
  */
 export type WorkspaceStatus = 'starting' | 'running' | 'stopping' | 'failed' | 'deleted';
+/** The partial unique index that keeps two live workspaces off one persistent profile. */
+export const PROFILE_LOCATION_INDEX = 'uq_workspaces_live_profile_location';
+
+/**
+ * Where a workspace's persistent profile stands: `ready` once it was restored (or started empty) in the
+ * container, the only state from which a removal saves it (an empty home from a failed restore must never
+ * overwrite the saved profile); then `saved`, or `not_saved` (too large, or the container was gone).
+ */
+export type ProfileState = 'ready' | 'saved' | 'not_saved';
+
 export const LIVE_STATUSES: WorkspaceStatus[] = ['starting', 'running', 'stopping', 'failed'];
 
 @Entity('workspaces')
 @Index(['serverId', 'status'])
+// Exclusivity of persistent profiles: one live workspace per profile location (the launch checks first, for a clear 409).
+@Index(PROFILE_LOCATION_INDEX, ['profileLocation'], { unique: true, where: "profile_location IS NOT NULL AND status <> 'deleted'" })
 export class Workspace {
   @PrimaryColumn('uuid') id!: string;
   /** Null once the owner is deleted (the row stays as history). */
@@ -45,6 +57,9 @@ export class Workspace {
   @Column('jsonb', { default: () => "'{}'" }) clientSettingsOverride!: Record<string, boolean>;
   @Column('text', { nullable: true }) persistentProfileMode!: string | null;
   @Column('boolean', { default: false }) isPersistentProfile!: boolean;
+  /** The resolved persistent_profile_path (mode Enabled or Reset), else null. */
+  @Column('text', { nullable: true }) profileLocation!: string | null;
+  @Column('text', { nullable: true }) profileState!: ProfileState | null;
   /**
    * The staging config this workspace was staged for (kept after assignment as history). Staged and not yet
    * handed out: this set and user_id null. No foreign key: a deleted config's staged rows are found and removed.

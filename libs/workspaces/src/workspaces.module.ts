@@ -20,10 +20,12 @@ import { WorkspaceAccess } from './workspace-access.service';
 import { StreamStatsService } from './stream-stats.service';
 import { StagedClaimSlot } from './staged-claim';
 import { LaunchCommands } from './launch-commands';
+import { WorkspaceProfiles } from './workspace-profiles.service';
+import { ProfilesModule } from '@ws/profiles/profiles.module';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([Workspace, Server, Zone, SessionToken]), UsersModule, ImagesModule, AgentModule],
-  providers: [WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, WorkspaceReads, WorkspaceLive, StagedClaimSlot, WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands],
-  exports: [WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, WorkspaceReads, WorkspaceLive, StagedClaimSlot, WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands, UsersModule, ImagesModule, AgentModule],
+  imports: [TypeOrmModule.forFeature([Workspace, Server, Zone, SessionToken]), UsersModule, ImagesModule, AgentModule, ProfilesModule],
+  providers: [WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, WorkspaceReads, WorkspaceLive, StagedClaimSlot, WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands],
+  exports: [WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, WorkspaceReads, WorkspaceLive, StagedClaimSlot, WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands, UsersModule, ImagesModule, AgentModule],
 })
 export class WorkspacesModule {}
