@@ -13,7 +13,7 @@ import { TestApi, TestKey } from './harness';
  * agreement test fail until it is removed from here, which puts it under the matrix below.
  */
 const UNROUTED: readonly OperationName[] = [
-  'get_session_recordings', 'get_sessions_recordings', 'activate',
+  'activate',
   'update_egress_credential', 'delete_egress_provider_mapping',
 ];
 
