@@ -6,3 +6,4 @@ export * from './recording.mappers';
 export * from './recordings.service';
 export * from './recording-retention.service';
 export * from './dto/recording.requests';
+export * from './capture';

@@ -74,6 +74,8 @@ export interface RfbTrackerEvents {
   onResize?(width: number, height: number): void;
   onSecurityFailure?(reason: string): void;
   onEncodings?(requested: number[], kept: number[]): void;
+  /** A client SetPixelFormat: its raw 16-byte PIXEL_FORMAT (a view of the read buffer: copy to keep it). */
+  onSetPixelFormat?(raw: Buffer): void;
   onUpdateRequest?(request: UpdateRequestInfo): void;
   onUpdateStart?(firstByteAt: number): void;
   onRect?(rect: RectInfo): void;
@@ -557,6 +559,7 @@ export class RfbProtocolTracker {
           if (!isValidBpp(pf.bitsPerPixel)) throw protocolError(`SetPixelFormat with ${pf.bitsPerPixel} bits per pixel`);
           s.pendingPixelFormat = pf;
           this.options.toServer(Buffer.concat([type, body]));
+          this.events.onSetPixelFormat?.(body.subarray(3, 19));
           break;
         }
         case 2: {

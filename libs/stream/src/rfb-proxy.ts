@@ -29,6 +29,17 @@ const PING_EWMA_ALPHA = 0.3;
 const DRAIN_POLL_MS = 20;
 const MAX_PENDING_REQUESTS = 256;
 
+/**
+ * Receives what a session sends to the browser, for a session recording. Called synchronously on the hot path:
+ * implementations must only copy and queue (the chunk's buffer is reused once the call returns).
+ */
+export interface RfbSessionRecorder {
+  /** A chunk of the server → browser stream, from ServerInit on, as the browser received it. */
+  serverChunk(chunk: Buffer): void;
+  /** The raw 16-byte PIXEL_FORMAT of a SetPixelFormat the browser sent (applies from the next server message). */
+  pixelFormat(raw: Buffer): void;
+}
+
 export interface RfbSessionOptions {
   /** Drop keyboard, pointer, clipboard and resize messages from the browser. */
   viewOnly?: boolean;
@@ -36,6 +47,8 @@ export interface RfbSessionOptions {
   preAuthenticated?: boolean;
   /** Called with each chunk once it has been written to the browser's socket (lets read buffers be reused). */
   onChunkSent?: (chunk: Buffer) => void;
+  /** Records the stream (see RfbSessionRecorder); without one the session does no recording work at all. */
+  recorder?: RfbSessionRecorder;
   workspaceId?: string;
   /** The user the browser session belongs to (RfbSessionRegistry 'auto' selects the owner's sessions). */
   userId?: string;
@@ -143,6 +156,7 @@ function toBuffer(data: WebSocket.RawData): Buffer {
 
 export class RfbSession {
   private readonly onChunkSent?: (chunk: Buffer) => void;
+  private readonly recorder?: RfbSessionRecorder;
   readonly id: string;
   readonly connectedAt = new Date();
   readonly viewOnly: boolean;
@@ -204,6 +218,7 @@ export class RfbSession {
     this.id = options.clientId ?? randomBytes(4).toString('hex');
     this.viewOnly = options.viewOnly ?? false;
     this.onChunkSent = options.onChunkSent;
+    this.recorder = options.recorder;
     this.workspaceId = options.workspaceId;
     this.userId = options.userId;
     this.highWater = options.highWaterBytes ?? DEFAULT_HIGH_WATER_BYTES;
@@ -233,6 +248,7 @@ export class RfbSession {
         onRect: (rect) => this.recordRect(rect),
         onUpdateEnd: (update) => this.recordUpdate(update),
         onInput: (kind, forwarded) => this.recordInput(kind, forwarded),
+        onSetPixelFormat: options.recorder ? (raw) => options.recorder?.pixelFormat(raw) : undefined,
       },
     });
 
@@ -373,6 +389,8 @@ export class RfbSession {
   private sendToClient(chunk: Buffer): void {
     if (this.closeInfo || this.ws.readyState !== WebSocket.OPEN) return;
     this.bytesToClient += chunk.length;
+    // Before ServerInit only handshake bytes pass (none at all when pre-authenticated); a recording starts at ServerInit.
+    if (this.recorder && this.tracker.state.serverInitDone) this.recorder.serverChunk(chunk);
     // Sends made above lowWater report their completion, so a pause ends as soon as the backlog is down to
     // lowWater (an event, not the poll: a fast link would idle between polls).
     const watch = this.ws.bufferedAmount + chunk.length > this.lowWater;

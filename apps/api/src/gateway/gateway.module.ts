@@ -1,8 +1,9 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { RecordingCaptureModule } from '@ws/recordings/capture';
 import { SessionToken } from '@ws/users/session-token.entity';
 import { WorkspacesModule } from '@ws/workspaces';
 import { StreamGateway } from './stream-gateway';
 
-@Module({ imports: [TypeOrmModule.forFeature([SessionToken]), WorkspacesModule], providers: [StreamGateway], exports: [StreamGateway] })
+@Module({ imports: [TypeOrmModule.forFeature([SessionToken]), WorkspacesModule, RecordingCaptureModule], providers: [StreamGateway], exports: [StreamGateway] })
 export class GatewayModule {}

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, Server as HttpServer } from 'node:http';
 import { connect, Socket } from 'node:net';
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
@@ -7,6 +8,7 @@ import { ApiError, AppConfig, dependencyOutage, ErrorCode, httpStatusFor, RETRY_
 import { AuthRateLimiter } from '@ws/auth';
 import { PgNotifications } from '@ws/database/pg-notifications';
 import { RedisConnections } from '@ws/queue';
+import { RecordingCapture } from '@ws/recordings/capture';
 import { ReadBufferPool } from '@ws/stream/read-buffer-pool';
 import { RfbSession, RfbSessionRegistry } from '@ws/stream/rfb-proxy';
 import { STREAM_STATS_TTL_SECONDS, streamStatsKey, StreamSnapshot, StreamStanding, WorkspaceAccess } from '@ws/workspaces';
@@ -47,6 +49,7 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly redis: RedisConnections,
     private readonly config: AppConfig,
     private readonly limiter: AuthRateLimiter,
+    private readonly recordings: RecordingCapture,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -90,16 +93,22 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
       if (workspace.status !== 'running' || !workspace.server || !port) {
         throw new ApiError(ErrorCode.InvalidState, `Workspace (${match[1]}) is not running`);
       }
+      // The owner's connections are recorded when their record_sessions is on (asked while the VNC handshake runs).
+      const recorded = grant.viewOnly ? Promise.resolve(false) : this.recordings.shouldRecord(workspace.userId);
       vnc = await openTcp(workspace.server.publishHost, port, HANDSHAKE_TIMEOUT_MS, this.readBuffers);
       await authenticateToServer(vnc, workspace.token, HANDSHAKE_TIMEOUT_MS);
+      const record = await recorded;
       const server = vnc;
       this.wss.handleUpgrade(request, socket, head, (ws) => {
         greetBrowser(ws, HANDSHAKE_TIMEOUT_MS)
           .then(() => {
+            const clientId = randomBytes(4).toString('hex');
+            const recorder = record ? this.recordings.begin({ workspaceId: workspace.id, userId: workspace.userId, clientId }) : null;
             const session = new RfbSession(ws, server, {
-              preAuthenticated: true, viewOnly: grant.viewOnly, workspaceId: workspace.id, userId: grant.userId,
-              onChunkSent: (chunk) => this.readBuffers.release(chunk),
+              preAuthenticated: true, viewOnly: grant.viewOnly, workspaceId: workspace.id, userId: grant.userId, clientId,
+              onChunkSent: (chunk) => this.readBuffers.release(chunk), recorder: recorder ?? undefined,
             });
+            if (recorder) session.onClose(() => void recorder.end());
             const connection: Connection = { session, workspaceId: workspace.id, sessionTokenId: grant.sessionTokenId, userId: grant.userId, ownerId: workspace.userId };
             this.connections.add(connection);
             this.registry.add(workspace.id, session);

@@ -1,0 +1,255 @@
+import { createReadStream, createWriteStream, WriteStream } from 'node:fs';
+import { rm, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { finished } from 'node:stream/promises';
+import type { ObjectStore } from '@ws/storage';
+import type { RfbSessionRecorder } from '@ws/stream/rfb-proxy';
+import { CAPTURE_MAGIC, CaptureRecordKind, RECORD_HEADER_BYTES, segmentKey } from '../capture-format';
+import type { CaptureOutcome } from './capture-rows';
+
+export interface RecorderLimits {
+  /** A segment is closed once it holds this many bytes. */
+  segmentBytes: number;
+  /** ... and at least this often (a tick that finds nothing to close refreshes the row instead). */
+  segmentMs: number;
+  /** Bytes queued for the spool file beyond which the disk is not keeping up: the recording stops. */
+  maxSpoolBacklogBytes: number;
+  /** Closed segments waiting for upload beyond which the store is not keeping up: the recording stops. */
+  maxPendingSegments: number;
+}
+
+export const DEFAULT_RECORDER_LIMITS: Omit<RecorderLimits, 'segmentBytes' | 'segmentMs'> = {
+  maxSpoolBacklogBytes: 64 * 1024 * 1024,
+  maxPendingSegments: 8,
+};
+
+/** The row changes a recorder makes (CaptureRows). Each answers false once the row is no longer `recording`. */
+export interface RecorderRows {
+  segmentStored(id: string, segmentCount: number, captureBytes: number): Promise<boolean>;
+  touch(id: string): Promise<boolean>;
+  finish(id: string, outcome: CaptureOutcome): Promise<boolean>;
+}
+
+export interface RecorderLog {
+  warn(message: string): void;
+}
+
+export interface SessionRecorderOptions {
+  id: string;
+  capturePrefix: string;
+  /** This recording's own spool directory (exists). */
+  spoolDir: string;
+  startedAt: Date;
+  store: ObjectStore;
+  rows: RecorderRows;
+  /** Resolves once the row is inserted; until then nothing is uploaded. A rejection ends the recording. */
+  rowCreated: Promise<void>;
+  limits: RecorderLimits;
+  log: RecorderLog;
+}
+
+interface OpenSegment {
+  path: string;
+  stream: WriteStream;
+  bytes: number;
+  records: number;
+}
+
+type RecorderState = 'recording' | 'ending' | 'stopped';
+
+/**
+ * Records one stream connection. The hot path (serverChunk, pixelFormat) only copies the chunk behind a record
+ * header into the current spool file's WriteStream; segments are closed by size or age and uploaded one at a
+ * time, in order, off that path. Any failure of the disk, the store or the database stops the recording (the
+ * row keeps what was stored, with the reason) and never reaches the stream.
+ */
+export class SessionRecorder implements RfbSessionRecorder {
+  readonly id: string;
+  private readonly t0 = performance.now();
+  private state: RecorderState = 'recording';
+  private segment: OpenSegment | null = null;
+  private nextSegment = 0;
+  private serverRecords = 0;
+  private pendingUploads = 0;
+  private uploads: Promise<void> = Promise.resolve();
+  private stored = 0;
+  private storedBytes = 0;
+  private rowExists: boolean | null = null;
+  private error: string | null = null;
+  /** False when the row was finalized by someone else: then this recorder must not touch it again. */
+  private ownsRow = true;
+  private readonly timer: NodeJS.Timeout;
+  private finalizing: Promise<void> | null = null;
+
+  constructor(private readonly options: SessionRecorderOptions) {
+    this.id = options.id;
+    options.rowCreated.then(
+      () => (this.rowExists = true),
+      (err: Error) => {
+        this.rowExists = false;
+        this.stop(`its row could not be created: ${err.message}`);
+      },
+    );
+    this.timer = setInterval(() => this.tick(), options.limits.segmentMs);
+    this.timer.unref();
+  }
+
+  get recording(): boolean {
+    return this.state === 'recording';
+  }
+
+  private resolveClosed!: () => void;
+  /** Resolves once the recording is finalized (after end(), or after it stopped early): its spool is gone. */
+  readonly closed = new Promise<void>((resolve) => (this.resolveClosed = resolve));
+
+  serverChunk(chunk: Buffer): void {
+    if (this.state !== 'recording') return;
+    this.serverRecords++;
+    this.write(CaptureRecordKind.Server, chunk);
+  }
+
+  pixelFormat(raw: Buffer): void {
+    if (this.state !== 'recording') return;
+    this.write(CaptureRecordKind.PixelFormat, raw);
+  }
+
+  /** The session closed: End record, last segment uploaded, row `captured`, conversion enqueued. Idempotent. */
+  end(): Promise<void> {
+    if (this.state === 'recording') {
+      this.state = 'ending';
+      clearInterval(this.timer);
+      if (this.serverRecords === 0) {
+        // The session ended before its first frame: nothing worth converting.
+        this.discardSegment();
+        this.error = 'the session ended before the desktop sent anything';
+      } else {
+        this.write(CaptureRecordKind.End, Buffer.alloc(0), true);
+        this.closeSegment();
+      }
+      this.finalizing = this.finalize();
+    }
+    return this.finalizing ?? Promise.resolve();
+  }
+
+  // ---------------------------------------------------------------- spool
+
+  private write(kind: CaptureRecordKind, payload: Buffer, force = false): void {
+    const segment = this.segment ?? this.openSegment();
+    if (!segment) return;
+    const record = Buffer.allocUnsafe(RECORD_HEADER_BYTES + payload.length);
+    record.writeUInt8(kind, 0);
+    record.writeUInt32BE(Math.min(0xffffffff, Math.floor(performance.now() - this.t0)), 1);
+    record.writeUInt32BE(payload.length, 5);
+    payload.copy(record, RECORD_HEADER_BYTES); // the caller's buffer is reused as soon as we return
+    segment.stream.write(record);
+    segment.bytes += record.length;
+    segment.records++;
+    if (force) return;
+    if (segment.stream.writableLength > this.options.limits.maxSpoolBacklogBytes) {
+      this.stop(`the spool disk did not keep up (${segment.stream.writableLength} bytes queued)`);
+    } else if (segment.bytes >= this.options.limits.segmentBytes) {
+      this.closeSegment();
+    }
+  }
+
+  private openSegment(): OpenSegment | null {
+    const path = join(this.options.spoolDir, segmentFileName(this.nextSegment++));
+    const stream = createWriteStream(path, { flags: 'wx' });
+    const segment: OpenSegment = { path, stream, bytes: CAPTURE_MAGIC.length, records: 0 };
+    stream.on('error', (err) => this.stop(`spool file ${path}: ${err.message}`));
+    stream.write(CAPTURE_MAGIC);
+    this.segment = segment;
+    return segment;
+  }
+
+  /** Closes the current segment and queues its upload behind the earlier ones. */
+  private closeSegment(): void {
+    const segment = this.segment;
+    if (!segment) return;
+    this.segment = null;
+    const closed = finished(segment.stream);
+    closed.catch(() => undefined); // reported by the stream's error listener; awaited by the upload
+    segment.stream.end();
+    if (++this.pendingUploads > this.options.limits.maxPendingSegments) {
+      this.stop(`the store did not keep up (${this.pendingUploads} segments waiting)`);
+    }
+    this.uploads = this.uploads.then(() => this.upload(segment.path, closed));
+  }
+
+  private discardSegment(): void {
+    const segment = this.segment;
+    if (!segment) return;
+    this.segment = null;
+    segment.stream.destroy();
+    void finished(segment.stream).catch(() => undefined).then(() => unlink(segment.path).catch(() => undefined));
+  }
+
+  // ---------------------------------------------------------------- store and row
+
+  private async upload(path: string, closed: Promise<void>): Promise<void> {
+    try {
+      // A stopped recording uploads nothing more: the row keeps what was stored before the stop.
+      if (this.error !== null) return;
+      await closed;
+      if (!(await this.options.rowCreated.then(() => true, () => false)) || this.error !== null) return;
+      const put = await this.options.store.put(segmentKey(this.options.capturePrefix, this.stored), createReadStream(path), { contentType: 'application/octet-stream' });
+      this.stored++;
+      this.storedBytes += put.size;
+      if (!(await this.options.rows.segmentStored(this.id, this.stored, this.storedBytes))) this.lostRow();
+    } catch (err) {
+      this.stop(`storing segment ${this.stored}: ${(err as Error).message}`);
+    } finally {
+      this.pendingUploads--;
+      await unlink(path).catch(() => undefined);
+    }
+  }
+
+  private tick(): void {
+    if (this.state !== 'recording') return;
+    if (this.segment && this.segment.records > 0) {
+      this.closeSegment();
+    } else if (this.rowExists) {
+      this.options.rows.touch(this.id).then(
+        (alive) => alive || this.lostRow(),
+        (err: Error) => this.options.log.warn(`recording ${this.id}: refreshing its row failed: ${err.message}`),
+      );
+    }
+  }
+
+  /** Someone else finalized the row (finalizeAbandoned took this recording for dead): stop without touching it. */
+  private lostRow(): void {
+    this.ownsRow = false;
+    this.stop('its row was finalized elsewhere');
+  }
+
+  /** Stops recording early (the stream goes on): what was stored stays, with the reason noted. */
+  private stop(reason: string): void {
+    if (this.error === null) this.error = `the recording stopped early: ${reason}`;
+    if (this.state !== 'recording') return;
+    this.state = 'stopped';
+    clearInterval(this.timer);
+    this.options.log.warn(`recording ${this.id}: ${this.error}`);
+    this.discardSegment();
+    this.finalizing = this.finalize();
+  }
+
+  private async finalize(): Promise<void> {
+    const endedAt = new Date(this.options.startedAt.getTime() + (performance.now() - this.t0));
+    try {
+      await this.uploads;
+      if (this.ownsRow && (await this.options.rowCreated.then(() => true, () => false))) {
+        await this.options.rows.finish(this.id, { endedAt, segmentCount: this.stored, captureBytes: this.storedBytes, error: this.error });
+      }
+    } catch (err) {
+      // The row stays `recording`; finalizeAbandoned ends it with the segments it counts.
+      this.options.log.warn(`recording ${this.id}: finalizing its row failed: ${(err as Error).message}`);
+    } finally {
+      await rm(this.options.spoolDir, { recursive: true, force: true }).catch(() => undefined);
+      this.resolveClosed();
+    }
+  }
+}
+
+export function segmentFileName(index: number): string {
+  return segmentKey('', index).slice(1);
+}
