@@ -13,6 +13,8 @@ export interface GroupSettingsChange {
   usageLimit?: number | null;
   usageInterval?: UsageInterval;
   defaultImageId?: string | null;
+  /** null: the group does not decide (a later group, or the default off). */
+  recordSessions?: boolean | null;
   clientSettings?: Record<string, boolean | number>;
   priority?: number;
 }

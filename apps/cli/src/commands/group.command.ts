@@ -5,6 +5,11 @@ import { ImagesService } from '@ws/images';
 import { collect, int, print, service } from '../context';
 
 const nullableInt = (v: string) => (v === 'none' ? null : int(v));
+const nullableBool = (v: string) => {
+  if (v === 'none') return null;
+  if (v === 'true' || v === 'false') return v === 'true';
+  throw new Error(`expected true, false or none, got ${JSON.stringify(v)}`);
+};
 
 export function registerGroupCommands(program: Command): void {
   const group = program.command('group').description('user groups and their settings');
@@ -12,7 +17,7 @@ export function registerGroupCommands(program: Command): void {
     const rows = await (await service(GroupsService)).list();
     print(rows.map((g) => ({
       group_id: toWireId(g.id), name: g.name, priority: g.priority, keepalive_expiration: g.keepaliveExpiration, usage_limit: g.usageLimit,
-      usage_interval: g.usageInterval, default_image: toWireId(g.defaultImageId), permissions: g.permissions, client_settings: g.clientSettings,
+      usage_interval: g.usageInterval, default_image: toWireId(g.defaultImageId), record_sessions: g.recordSessions, permissions: g.permissions, client_settings: g.clientSettings,
     })), o.json ?? false);
   });
   group
@@ -23,8 +28,9 @@ export function registerGroupCommands(program: Command): void {
     .option('--usage-interval <interval>', 'daily, weekly, monthly or total')
     .option('--default-image <image>', 'image id or friendly name ("none" to clear)')
     .option('--priority <n>', 'lower wins when a user\'s groups disagree', int)
+    .option('--record-sessions <on>', 'record the members\' stream sessions: true, false, or none (a later group or the default, off, decides)', nullableBool)
     .option('--client-setting <key=value>', 'e.g. allow_workspace_sharing=false, idle_disconnect=30 (repeat)', collect, [])
-    .action(async (ref: string, o: { keepaliveExpiration?: number | null; usageLimit?: number | null; usageInterval?: string; defaultImage?: string; priority?: number; clientSetting: string[] }) => {
+    .action(async (ref: string, o: { keepaliveExpiration?: number | null; usageLimit?: number | null; usageInterval?: string; defaultImage?: string; priority?: number; recordSessions?: boolean | null; clientSetting: string[] }) => {
       if (o.usageInterval && !['daily', 'weekly', 'monthly', 'total'].includes(o.usageInterval)) throw new Error('--usage-interval must be daily, weekly, monthly or total');
       const defaultImageId = o.defaultImage === undefined ? undefined : o.defaultImage === 'none' ? null : (await (await service(ImagesService)).findByRef(o.defaultImage)).id;
       const clientSettings = Object.fromEntries(o.clientSetting.map((kv) => {
@@ -33,8 +39,8 @@ export function registerGroupCommands(program: Command): void {
       }));
       const g = await (await service(GroupsService)).updateSettings(ref, {
         keepaliveExpiration: o.keepaliveExpiration, usageLimit: o.usageLimit, usageInterval: o.usageInterval as UsageInterval | undefined,
-        defaultImageId, priority: o.priority, clientSettings: o.clientSetting.length ? clientSettings : undefined,
+        defaultImageId, priority: o.priority, recordSessions: o.recordSessions, clientSettings: o.clientSetting.length ? clientSettings : undefined,
       });
-      console.log(`${g.name}: keepalive_expiration=${g.keepaliveExpiration} usage_limit=${g.usageLimit} usage_interval=${g.usageInterval} default_image=${toWireId(g.defaultImageId)}`);
+      console.log(`${g.name}: keepalive_expiration=${g.keepaliveExpiration} usage_limit=${g.usageLimit} usage_interval=${g.usageInterval} default_image=${toWireId(g.defaultImageId)} record_sessions=${g.recordSessions ?? 'none'}`);
     });
 }
