@@ -7,3 +7,5 @@ export * from './recordings.service';
 export * from './recording-retention.service';
 export * from './dto/recording.requests';
 export * from './capture';
+export * from './replay';
+export * from './convert';

@@ -1,0 +1,2 @@
+export { ReplayDecodeError } from './errors';
+export { RfbReplayDecoder, RfbReplayOptions, ReplayImage, ReplayCursor, ReplayStats } from './rfb-replay';
