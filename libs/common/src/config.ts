@@ -125,6 +125,22 @@ export class AppConfig {
    * for another worker to take at once, and the process exits shortly after.
    */
   @Transform(toInt) @IsInt() @Min(0) @Max(600_000) WORKER_SHUTDOWN_GRACE_MS = 20_000;
+
+  /**
+   * Issuer public keys that `activate` verifies activation keys with: comma-separated, each an Ed25519 public key
+   * as `license keygen` prints it (raw 32 bytes in base64), an SPKI DER in base64, or a PEM (`\n` escapes allowed).
+   * Several allow rotating the issuer key. Empty (the default): no key is accepted and the free tier applies. The
+   * api and worker refuse to start when an entry is not an Ed25519 public key.
+   */
+  @Matches(/^[A-Za-z0-9+/=_\-,\s\\]*$/, { message: 'must be comma-separated Ed25519 public keys (base64 or PEM)' }) LICENSE_PUBLIC_KEYS = '';
+  /** Concurrent workspaces (staged included) a deployment without a valid, unexpired license may run: the free tier. */
+  @Transform(toInt) @IsInt() @Min(0) @Max(1_000_000) UNLICENSED_SESSION_LIMIT = 5;
+  /**
+   * License features the free tier has (comma-separated names of the License `features`; empty: none). The API
+   * itself (developer_api) is the product, so the default keeps it; staging, casting, SSO and the rest need a license.
+   */
+  @Matches(/^((auto_scaling|branding|session_staging|session_casting|log_forwarding|developer_api|inject_ssh_keys|saml|ldap|session_sharing|login_banner|url_categorization|usage_limit)(,(auto_scaling|branding|session_staging|session_casting|log_forwarding|developer_api|inject_ssh_keys|saml|ldap|session_sharing|login_banner|url_categorization|usage_limit))*)?$/, { message: 'must be comma-separated license feature names (or empty)' })
+  UNLICENSED_FEATURES = 'developer_api,inject_ssh_keys,session_sharing,login_banner';
 }
 
 /** The entries of a comma-separated list (TRUSTED_PROXIES). */
