@@ -202,11 +202,18 @@ export function usernameForPath(username: string): string {
 }
 
 /**
- * A username as one object-key segment (libs/storage keys.ts), injectively: like usernameForPath but with "="
- * as the escape, since "%" is not a key character; "=" itself is escaped, so distinct names stay distinct.
+ * A username as one object-key segment (libs/storage keys.ts: [A-Za-z0-9._=+@-], starting with a letter, digit
+ * or "_"), injectively: bytes other than letters and digits (and "." or "-" after the first) become _XX, "_"
+ * included, so "_" always starts an escape and distinct names stay distinct.
  */
 export function usernameForKey(username: string): string {
-  return usernameForPath(username).replace(/%/g, '=');
+  const encoded = Array.from(Buffer.from(username, 'utf8'))
+    .map((byte, index) => {
+      const ch = String.fromCharCode(byte);
+      return /[A-Za-z0-9]/.test(ch) || (/[.-]/.test(ch) && index > 0) ? ch : `_${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+    })
+    .join('');
+  return encoded || '_00';
 }
 
 /**

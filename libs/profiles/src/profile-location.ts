@@ -16,7 +16,7 @@ export function resolveProfileLocation(template: string, values: VolumeTemplateV
   const what = 'persistent_profile_path';
   let location: string;
   try {
-    location = fillPathTemplates(template.trim(), values, what, usernameForKey).replace(/\/+$/, '');
+    location = fillPathTemplates(template.trim(), values, what, usernameForKey).replace(/^([a-z0-9]+:\/\/.+?)\/+$/, '$1');
   } catch (err) {
     if (err instanceof InvalidContainerSpecError) throw new InvalidProfilePathError(err.message);
     throw err;
