@@ -80,8 +80,11 @@ export function pixelValue(pf: PixelFormat, r: number, g: number, b: number): nu
 export function encodePixel(pf: PixelFormat, value: number): Buffer {
   const b = Buffer.alloc(pf.bitsPerPixel / 8);
   if (b.length === 1) b[0] = value;
-  else if (b.length === 2) pf.bigEndian ? b.writeUInt16BE(value) : b.writeUInt16LE(value);
-  else pf.bigEndian ? b.writeUInt32BE(value) : b.writeUInt32LE(value);
+  else if (b.length === 2) {
+    if (pf.bigEndian) b.writeUInt16BE(value);
+    else b.writeUInt16LE(value);
+  } else if (pf.bigEndian) b.writeUInt32BE(value);
+  else b.writeUInt32LE(value);
   return b;
 }
 
