@@ -13,7 +13,6 @@ import { TestApi, TestKey } from './harness';
  * agreement test fail until it is removed from here, which puts it under the matrix below.
  */
 const UNROUTED: readonly OperationName[] = [
-  'activate',
   'update_egress_credential', 'delete_egress_provider_mapping',
 ];
 

@@ -8,6 +8,7 @@ import { ServersModule } from '@ws/servers';
 import { SettingsModule } from '@ws/settings';
 import { StagingModule } from '@ws/staging/staging.module';
 import { CastingModule } from '@ws/casting/casting.module';
+import { LicensingModule } from '@ws/licensing';
 import { RecordingsModule } from '@ws/recordings';
 import { UsersModule } from '@ws/users';
 import { WorkspacesModule } from '@ws/workspaces/workspaces.module';
@@ -21,6 +22,7 @@ import { HealthController } from './health.controller';
 import { StorageApiModule } from './storage/storage.module';
 import { GroupsController } from './public-api/groups.controller';
 import { ImagesController } from './public-api/images.controller';
+import { LicensingController } from './public-api/licensing.controller';
 import { RecordingsController } from './public-api/recordings.controller';
 import { SessionTokensController } from './public-api/session-tokens.controller';
 import { StagingController } from './public-api/staging.controller';
@@ -35,8 +37,8 @@ export class AppModule {
   static forRoot(overrides: Partial<AppConfig> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, WorkspacesModule, ZonesModule, ServersModule, GatewayModule, StagingModule, CastingModule, StorageApiModule, RecordingsModule],
-      controllers: [UsersController, GroupsController, SessionTokensController, WorkspacesController, WorkspaceStreamsController, ImagesController, RecordingsController, StagingController, CastingController, ClientLoginController, ClientSessionController, ClientConnectController, ClientCastController, HealthController],
+      imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, WorkspacesModule, ZonesModule, ServersModule, GatewayModule, StagingModule, CastingModule, StorageApiModule, RecordingsModule, LicensingModule],
+      controllers: [UsersController, GroupsController, SessionTokensController, WorkspacesController, WorkspaceStreamsController, ImagesController, RecordingsController, StagingController, CastingController, LicensingController, ClientLoginController, ClientSessionController, ClientConnectController, ClientCastController, HealthController],
       providers: [
         { provide: APP_GUARD, useClass: OperationGuard },
         { provide: APP_FILTER, useClass: ApiExceptionFilter },

@@ -3,6 +3,7 @@ import { registerApiKeyCommands } from './commands/api-key.command';
 import { registerGroupCommands } from './commands/group.command';
 import { registerImageCommands } from './commands/image.command';
 import { registerInfrastructureCommands } from './commands/infrastructure.command';
+import { registerLicenseCommands } from './commands/license.command';
 import { registerSettingsCommands } from './commands/settings.command';
 
 /** The operator's command tree (main.ts runs it; tests drive it in-process). */
@@ -14,5 +15,6 @@ export function buildProgram(): Command {
   registerInfrastructureCommands(program);
   registerImageCommands(program);
   registerGroupCommands(program);
+  registerLicenseCommands(program);
   return program;
 }

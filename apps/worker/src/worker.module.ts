@@ -3,6 +3,7 @@ import { DiscoveryModule } from '@nestjs/core';
 import { AuthModule } from '@ws/auth';
 import { AppConfig, ConfigModule } from '@ws/common';
 import { DatabaseModule } from '@ws/database';
+import { LicensingModule } from '@ws/licensing';
 import { QueueModule, QueueWorkers } from '@ws/queue';
 import { SettingsModule } from '@ws/settings';
 import { StagingModule } from '@ws/staging';
@@ -17,7 +18,7 @@ export class WorkerModule {
   static forRoot(overrides: Partial<AppConfig> = {}): DynamicModule {
     return {
       module: WorkerModule,
-      imports: [ConfigModule.forRoot(overrides), DiscoveryModule, DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule, StagingModule],
+      imports: [ConfigModule.forRoot(overrides), DiscoveryModule, DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule, StagingModule, LicensingModule],
       providers: [QueueWorkers, WorkspacesProcessor, MaintenanceProcessor, StagingProcessor, WorkspaceEventRelay, WorkspaceEventsProcessor, WorkspaceEventLog],
     };
   }

@@ -2,6 +2,7 @@ import { ApiKey } from '@ws/auth/api-key.entity';
 import { CastConfig } from '@ws/casting/cast-config.entity';
 import { Group, UserGroup } from '@ws/groups/group.entity';
 import { Image, ImageAttribute } from '@ws/images/image.entity';
+import { License } from '@ws/licensing/license.entity';
 import { PersistentProfile } from '@ws/profiles/persistent-profile.entity';
 import { Server } from '@ws/servers/server.entity';
 import { Setting } from '@ws/settings/setting.entity';
@@ -17,5 +18,5 @@ import { Zone } from '@ws/zones/zone.entity';
 
 /** Every entity of every area; the one list the data source, the migration check and the tests share. */
 export const ALL_ENTITIES = [
-  ApiKey, Setting, User, UserAttributes, SessionToken, LoginLink, Group, UserGroup, Zone, Server, Image, ImageAttribute, Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, StagingConfig, CastConfig, SessionRecording, PersistentProfile,
+  ApiKey, Setting, User, UserAttributes, SessionToken, LoginLink, Group, UserGroup, Zone, Server, Image, ImageAttribute, Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, StagingConfig, CastConfig, SessionRecording, PersistentProfile, License,
 ];
