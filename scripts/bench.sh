@@ -10,6 +10,7 @@ command -v websockify >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noni
 WS_TEST_DESKTOP_IMAGE=$(bash scripts/build-desktop-image.sh | tail -1)
 export WS_TEST_DESKTOP_IMAGE
 npm run --silent build
+# profile-sync.bench starts the project's S3 test server (scripts/s3-server.js) itself for its s3:// half.
 for bench in dist/bench/*.bench.js; do
   node "$bench"
 done
