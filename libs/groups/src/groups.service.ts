@@ -123,7 +123,7 @@ export class GroupsService {
 /** The first group decides conflicting settings: lowest priority first, then by name. */
 const byPriorityThenName = (a: { priority: number; name: string }, b: { priority: number; name: string }) => a.priority - b.priority || a.name.localeCompare(b.name);
 
-const GROUP_COLUMNS = 'g.id, g.name, g.description, g.system_key, g.permissions, g.priority, g.keepalive_expiration, g.usage_limit, g.usage_interval, g.default_image_id, g.client_settings, g.created_at';
+const GROUP_COLUMNS = 'g.id, g.name, g.description, g.system_key, g.permissions, g.priority, g.keepalive_expiration, g.usage_limit, g.usage_interval, g.default_image_id, g.record_sessions, g.client_settings, g.created_at';
 
 interface GroupRow {
   id: string;
@@ -136,6 +136,7 @@ interface GroupRow {
   usage_limit: number | null;
   usage_interval: UsageInterval;
   default_image_id: string | null;
+  record_sessions: boolean | null;
   client_settings: Record<string, boolean | number>;
   created_at: Date;
 }
@@ -145,6 +146,6 @@ function groupFromRow(row: GroupRow): Group {
   return Object.assign(new Group(), {
     id: row.id, name: row.name, description: row.description, systemKey: row.system_key, permissions: row.permissions, priority: row.priority,
     keepaliveExpiration: row.keepalive_expiration, usageLimit: row.usage_limit, usageInterval: row.usage_interval, defaultImageId: row.default_image_id,
-    clientSettings: row.client_settings, createdAt: row.created_at,
+    recordSessions: row.record_sessions, clientSettings: row.client_settings, createdAt: row.created_at,
   });
 }
