@@ -79,7 +79,7 @@ async function main(): Promise<void> {
         if (store instanceof S3ObjectStore) store.close();
         console.log(`\npersistent profile save, ${HOME_MIB} MiB of random data in the home (tar ${(size / 1024 / 1024).toFixed(1)} MiB), ${location.split(':')[0]}://`);
         console.log(row('ProfileSync.save (verified, pointer switch)', ours));
-        console.log(row('docker archive → store.put by hand (baseline)', byHand));
+        console.log(row('archive → store.put by hand (baseline)', byHand));
         console.log(`ratio at p50: ${(median(ours) / median(byHand)).toFixed(2)}  (the verification reads the object back once)`);
       }
     });

@@ -244,7 +244,7 @@ describe('persistent profiles', () => {
     }
   }, 600_000);
 
-  it('a worker SIGKILLed while saving loses neither the previous nor the new profile: the save is taken over', async () => {
+  it.each(['file', 's3'] as const)('%s://: a worker SIGKILLed while saving loses neither the previous nor the new profile: the save is taken over', async (backend) => {
     // Only worker processes from here on, so the kill hits the one doing the save.
     await api.stopWorker();
     const spawnWorker = (extra: Record<string, string> = {}) => {
@@ -257,12 +257,12 @@ describe('persistent profiles', () => {
       const slow = spawnWorker({ PROFILE_SYNC_MAX_MBPS: '1' });
       await slow.ready();
       const userId = await newUser('killed');
-      const first = await launch(userId, images.file, 'Enabled');
+      const first = await launch(userId, images[backend], 'Enabled');
       await exec(first, `echo before-kill > ${HOME}/marker.txt`);
       const previous = (await destroyAndConfirm(first)).pointerAtRemoval as Pointer;
       expect(previous).toBeDefined();
 
-      const second = await launch(userId, images.file, 'Enabled');
+      const second = await launch(userId, images[backend], 'Enabled');
       expect(await readMarker(second)).toBe('before-kill');
       const bigSha = (await exec(second, `head -c ${8 * MiB} /dev/urandom > ${HOME}/big.bin && echo after-kill > ${HOME}/marker.txt && sha256sum ${HOME}/big.bin | cut -d' ' -f1`)).trim();
       const location = await locationOf(second);
@@ -294,7 +294,7 @@ describe('persistent profiles', () => {
       await expectIntact(saved as Pointer);
       expect(await generations(location)).toEqual([(saved as Pointer).object_key]);
 
-      const third = await launch(userId, images.file, 'Enabled');
+      const third = await launch(userId, images[backend], 'Enabled');
       expect(await readMarker(third)).toBe('after-kill');
       expect((await exec(third, `sha256sum ${HOME}/big.bin | cut -d' ' -f1`)).trim()).toBe(bigSha);
       await destroyAndConfirm(third);

@@ -53,12 +53,9 @@ export class ProfileSync {
 
   /** Mode Reset: the pointer goes first (so nothing restores a half-deleted profile), then every generation. */
   async reset(location: string): Promise<void> {
+    const pointer = await this.pointer(location);
     await this.db.getRepository(PersistentProfile).delete({ location });
-    await this.withStore(location, async (store) => {
-      for await (const object of store.list('')) {
-        if (GENERATION_KEY.test(object.key)) await store.delete(object.key);
-      }
-    });
+    await this.withStore(location, (store) => this.deleteGenerations(store, [pointer?.objectKey], ''));
   }
 
   /**
@@ -114,11 +111,19 @@ export class ProfileSync {
         await tx.upsert(PersistentProfile, { location, objectKey: key, size: written.size, sha256: written.sha256, savedAt: new Date(), savedByWorkspaceId: workspaceId }, ['location']);
         return current;
       });
-      if (previous && previous.objectKey !== key) {
-        await store.delete(previous.objectKey).catch((err: Error) => this.logger.warn(`${location}: previous profile generation ${previous.objectKey} left behind: ${err.message}`));
-      }
+      // After commit: the previous generation, and any a killed save completed but never switched to, are nobody's
+      // (one workspace writes a location at a time). A failure here only leaves an orphan for the next save.
+      await this.deleteGenerations(store, [previous?.objectKey], key).catch((err: Error) => this.logger.warn(`${location}: old profile generations left behind: ${err.message}`));
       return { saved: true, size: written.size, objectKey: key } as const;
     });
+  }
+
+  /** Deletes the generations named in `known` and every other one in the store, except `keep`. */
+  private async deleteGenerations(store: ObjectStore, known: Array<string | undefined>, keep: string): Promise<void> {
+    const doomed = new Set(known.filter((k): k is string => !!k));
+    for await (const object of store.list('')) if (GENERATION_KEY.test(object.key)) doomed.add(object.key);
+    doomed.delete(keep);
+    for (const key of doomed) await store.delete(key);
   }
 
   private bytesPerSecond(): number {
