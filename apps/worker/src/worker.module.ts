@@ -5,10 +5,12 @@ import { AppConfig, ConfigModule } from '@ws/common';
 import { DatabaseModule } from '@ws/database';
 import { LicensingModule } from '@ws/licensing';
 import { QueueModule, QueueWorkers } from '@ws/queue';
+import { RecordingsModule } from '@ws/recordings';
 import { SettingsModule } from '@ws/settings';
 import { StagingModule } from '@ws/staging';
 import { WorkspaceEventLog, WorkspaceEventRelay, WorkspacesModule } from '@ws/workspaces';
 import { MaintenanceProcessor } from './processors/maintenance.processor';
+import { RecordingsProcessor } from './processors/recordings.processor';
 import { StagingProcessor } from './processors/staging.processor';
 import { WorkspaceEventsProcessor } from './processors/workspace-events.processor';
 import { WorkspacesProcessor } from './processors/workspaces.processor';
@@ -18,8 +20,8 @@ export class WorkerModule {
   static forRoot(overrides: Partial<AppConfig> = {}): DynamicModule {
     return {
       module: WorkerModule,
-      imports: [ConfigModule.forRoot(overrides), DiscoveryModule, DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule, StagingModule, LicensingModule],
-      providers: [QueueWorkers, WorkspacesProcessor, MaintenanceProcessor, StagingProcessor, WorkspaceEventRelay, WorkspaceEventsProcessor, WorkspaceEventLog],
+      imports: [ConfigModule.forRoot(overrides), DiscoveryModule, DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule, StagingModule, RecordingsModule, LicensingModule],
+      providers: [QueueWorkers, WorkspacesProcessor, MaintenanceProcessor, StagingProcessor, WorkspaceEventRelay, WorkspaceEventsProcessor, WorkspaceEventLog, RecordingsProcessor],
     };
   }
 }

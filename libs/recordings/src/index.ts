@@ -5,6 +5,7 @@ export * from './recording-stores';
 export * from './recording.mappers';
 export * from './recordings.service';
 export * from './recording-retention.service';
+export * from './recording-conversion.service';
 export * from './dto/recording.requests';
 export * from './capture';
 export * from './replay';

@@ -3,6 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { LessThan, Not, Repository } from 'typeorm';
 import { AppConfig } from '@ws/common';
 import { jobId, JobProducer } from '@ws/queue';
+import { CaptureRows } from './capture/capture-rows';
 import { deleteUnder, RecordingStores } from './recording-stores';
 import { SessionRecording } from './session-recording.entity';
 
@@ -13,6 +14,8 @@ const MAX_BATCHES_PER_RUN = 20;
 export const LOST_CONVERSION_AFTER_MS = 10 * 60_000;
 
 export interface RetentionReport {
+  /** Captures whose api died, ended with what was stored (capture side). */
+  finalized: number;
   expired: number;
   reenqueued: number;
 }
@@ -20,7 +23,8 @@ export interface RetentionReport {
 /**
  * maintenance.expire-recordings: deletes recordings that started more than RECORDING_RETENTION_DAYS ago (0 keeps
  * them), objects first and the row last, so a run killed midway leaves a row whose objects the next run deletes
- * again (deleting what is gone is not an error); and asks again for conversions whose job was lost.
+ * again (deleting what is gone is not an error); ends captures whose api died (CaptureRows.finalizeAbandoned);
+ * and asks again for conversions whose job was lost.
  */
 @Injectable()
 export class RecordingRetention {
@@ -29,14 +33,16 @@ export class RecordingRetention {
   constructor(
     @InjectRepository(SessionRecording) private readonly recordings: Repository<SessionRecording>,
     private readonly stores: RecordingStores,
+    private readonly captures: CaptureRows,
     private readonly producer: JobProducer,
     private readonly config: AppConfig,
   ) {}
 
   async run(now = new Date()): Promise<RetentionReport> {
+    const finalized = await this.captures.finalizeAbandoned(now);
     const expired = await this.expire(now);
     const reenqueued = await this.reenqueueLost(now);
-    return { expired, reenqueued };
+    return { finalized, expired, reenqueued };
   }
 
   async expire(now: Date): Promise<number> {
