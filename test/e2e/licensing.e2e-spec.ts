@@ -7,6 +7,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { INestApplicationContext } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DataSource } from 'typeorm';
 import { ApiError, ErrorCode, newId, randomSecret } from '@ws/common';
@@ -188,19 +189,26 @@ describe('licensing', () => {
     const expiration = new Date(`${license.expiration.replace(' ', 'T')}Z`);
     expect(await entitlements.current(new Date(expiration.getTime() + 1))).toBeNull();
     expect(await entitlements.sessionLimit(new Date(expiration.getTime() + 1))).toBe(FREE_LIMIT);
+    // seats null is seats omitted: the maximum again.
+    expect((await activate({ activation_key: key, seats: null })).body.license.limit).toBe(7);
   });
 
-  it('an activation reaches a second api process at once (its notice), and one by the CLI reaches this one', async () => {
+  it('an activation reaches a second api process and a worker at once (its notice), and one by the CLI reaches this one', async () => {
     replica = await api.replica();
+    await api.startWorker();
     const remote = replica.get(Entitlements);
-    const before = await remote.current();
-    expect(before).not.toBeNull();
+    const worker = (api.worker as INestApplicationContext).get(Entitlements);
+    expect(worker).not.toBe(entitlements);
+    expect(await remote.current()).not.toBeNull();
+    expect(await worker.current()).not.toBeNull();
     const key = await issue({ limit: 9, licenseId: randomSecret(16) });
     const res = await activate({ activation_key: key, seats: 6 });
     expect(res.status).toBe(200);
     // Well inside the replica's cache lifetime (60 s): only the notice explains seeing it.
     await waitFor('the replica to apply the activation', async () => ((await remote.current())?.entitlement.license_id === res.body.license.license_id ? true : undefined), 10_000, 20);
     expect(await remote.sessionLimit()).toBe(6);
+    await waitFor('the worker to apply it', async () => ((await worker.sessionLimit()) === 6 ? true : undefined), 10_000, 20);
+    await api.stopWorker();
 
     const byCli = await issue({ limit: 5, licenseId: randomSecret(16) });
     const shown = JSON.parse(await cli('license', 'activate', byCli, '--json')) as { license_id: string; limit: number };
