@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import type { INestApplicationContext } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DataSource } from 'typeorm';
+import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { ApiError, ErrorCode, newId, randomSecret } from '@ws/common';
 import { Image } from '@ws/images/image.entity';
 import { Entitlements, LICENSE_FEATURES } from '@ws/licensing';
@@ -44,7 +45,7 @@ describe('licensing', () => {
   const activate = (body: Record<string, unknown>, key: TestKey = admin) => api.call('activate', key, body);
 
   /** A live workspace row (no container): what the capacity count sees. */
-  const workspaceRow = (status: WorkspaceStatus = 'running', stagingConfigId: string | null = null): Partial<Workspace> => {
+  const workspaceRow = (status: WorkspaceStatus = 'running', stagingConfigId: string | null = null): QueryDeepPartialEntity<Workspace> => {
     const now = new Date();
     return {
       id: newId(), userId: null, imageId, serverId: null, status, cores: 1, memory: 1024 ** 3, token: randomSecret(), viewOnlyToken: randomSecret(),
