@@ -64,6 +64,8 @@ export interface IssuerKey {
 const MAX_KEY_LENGTH = 16 * 1024;
 const MAX_TEXT = 256;
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
+/** An Ed25519 public key as SPKI DER: a 12-byte header and the 32-byte key. */
+const ED25519_SPKI_DER_BYTES = 44;
 
 /** The issuer key id: the first 16 hex characters of SHA-256 over the raw 32-byte public key. */
 export function issuerKeyId(publicKey: KeyObject): string {
@@ -104,9 +106,9 @@ function parsePublicKey(entry: string): KeyObject {
   if (entry.includes('-----BEGIN')) key = createPublicKey(entry);
   else {
     const bytes = Buffer.from(entry, /[-_]/.test(entry) ? 'base64url' : 'base64');
-    key = bytes.length === 32
-      ? createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: bytes.toString('base64url') }, format: 'jwk' })
-      : createPublicKey({ key: bytes, format: 'der', type: 'spki' });
+    if (bytes.length === 32) key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: bytes.toString('base64url') }, format: 'jwk' });
+    else if (bytes.length === ED25519_SPKI_DER_BYTES) key = createPublicKey({ key: bytes, format: 'der', type: 'spki' });
+    else throw new Error(`base64 of ${bytes.length} bytes; expected 32 (the raw key) or ${ED25519_SPKI_DER_BYTES} (SPKI DER), or a PEM`);
   }
   if (key.asymmetricKeyType !== 'ed25519') throw new Error(`a ${key.asymmetricKeyType ?? 'symmetric'} key`);
   return key;
