@@ -1,6 +1,6 @@
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { LABELS } from '@ws/agent';
 import { AppConfig, parseId, randomSecret, toWireId } from '@ws/common';
@@ -10,6 +10,8 @@ import { GENERATION_KEY } from '@ws/profiles';
 import { ServersService } from '@ws/servers';
 import { hashStream, ObjectStore, openStore, S3ObjectStore } from '@ws/storage';
 import { ZonesService } from '@ws/zones';
+import { WorkspaceProfiles } from '@ws/workspaces';
+import { insertWorkspaceRow } from './fixtures';
 import { desktopImage, localDocker, TestApi, TestKey, waitFor } from './harness';
 import { S3Server, startS3Server } from './s3-server';
 import { WorkerProcess } from './worker-processes';
@@ -214,6 +216,63 @@ describe('persistent profiles', () => {
     expect(res.body.error_message).toContain('file://');
     expect(Number((await db.query('SELECT count(*) FROM workspaces WHERE user_id = $1', [parseId(userId)]))[0].count)).toBe(0);
   });
+
+  it('two launches racing for one profile: one workspace gets it, the other a 409 (the unique index decides)', async () => {
+    const userId = await newUser('race');
+    const answers = await Promise.all([request(userId, images.file, 'Enabled'), request(userId, images.file, 'Enabled')]);
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 409]);
+    const refused = answers.find((a) => a.status === 409);
+    expect(refused?.body.error_message).toContain('is still using or saving this persistent profile');
+    const winner = answers.find((a) => a.status === 200)?.body.workspace_id as string;
+    expect(Number((await db.query("SELECT count(*) FROM workspaces WHERE user_id = $1 AND status <> 'deleted'", [parseId(userId)]))[0].count)).toBe(1);
+    await destroyAndConfirm(winner);
+
+    // The index itself, whichever launch got there first: a second live row on one location is a violation that
+    // the launch answers as the same 409, never a 500.
+    const rows = [await insertWorkspaceRow(db, parseId(userId) as string), await insertWorkspaceRow(db, parseId(userId) as string)];
+    // The fixture's rows come with servers of their own: out of placement's and the reconciler's way at once.
+    await db.query('UPDATE servers SET enabled = false WHERE id = ANY($1)', [rows.map((r) => r.serverId)]);
+    const location = `file://${scratch}/raced`;
+    await db.query('UPDATE workspaces SET profile_location = $1 WHERE id = $2', [location, rows[0].id]);
+    const violation = await db.query('UPDATE workspaces SET profile_location = $1 WHERE id = $2', [location, rows[1].id]).then(() => null, (err: unknown) => err);
+    expect(api.app.get(WorkspaceProfiles).conflictOf(violation)).toMatchObject({ code: 'conflict', message: expect.stringContaining('is still using or saving this persistent profile') });
+    await db.query("UPDATE workspaces SET status = 'deleted' WHERE id = $1", [rows[0].id]);
+    await db.query('UPDATE workspaces SET profile_location = $1 WHERE id = $2', [location, rows[1].id]); // a deleted row holds nothing
+    await db.query("UPDATE workspaces SET status = 'deleted' WHERE id = $1", [rows[1].id]);
+  });
+
+  it('a store that fails while saving: the removal waits and retries, the container is kept, then the save goes through', async () => {
+    const userId = await newUser('storedown');
+    const workspace = await launch(userId, images.file, 'Enabled');
+    await exec(workspace, `echo survived > ${HOME}/marker.txt`);
+    const location = await locationOf(workspace);
+    // The store's directory is a plain file: every write to it fails until the file goes.
+    const root = location.slice('file://'.length);
+    mkdirSync(dirname(root), { recursive: true });
+    writeFileSync(root, 'not a directory');
+    try {
+      expect((await api.call('destroy_workspace', admin, { workspace_id: workspace })).status).toBe(200);
+      await waitFor('the save failing and being retried', async () => {
+        const status = await api.call('get_workspace_status', admin, { workspace_id: workspace });
+        expect(status.status).toBe(200); // never reported removed while the profile is unsaved
+        return /^Saving the persistent profile failed \(.+\); retrying/.test(status.body.operational_message ?? '') ? true : undefined;
+      }, 120_000, 100);
+      const [row] = await db.query('SELECT id, status FROM workspaces WHERE id = $1', [parseId(workspace)]);
+      expect(row.status).toBe('stopping');
+      expect((await api.containers()).filter((c) => c.labels[LABELS.workspaceId] === row.id)).toHaveLength(1);
+      expect(await pointer(location)).toBeUndefined();
+    } finally {
+      rmSync(root, { force: true });
+    }
+    const saved = await waitFor('the workspace removed once the store works again', async () => {
+      const status = await api.call('get_workspace_status', admin, { workspace_id: workspace });
+      return status.status === 400 ? { p: await pointer(location) } : undefined;
+    }, 180_000, 100);
+    await expectIntact(saved.p as Pointer);
+    const next = await launch(userId, images.file, 'Enabled');
+    expect(await readMarker(next)).toBe('survived');
+    await destroyAndConfirm(next);
+  }, 600_000);
 
   it('refuses to save a profile over PROFILE_MAX_MB: the status says so, the previous profile is kept', async () => {
     await api.stopWorker();
