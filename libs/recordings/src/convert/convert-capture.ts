@@ -153,6 +153,8 @@ export async function convertCapture(input: ConvertCaptureInput): Promise<Conver
   try {
     for await (const record of readCaptureRecords(input.segments)) {
       if (signal?.aborted) throw abortError(signal);
+      // Every frame is written (records stamped after the session's end change nothing that is shown).
+      if (encoder && next >= frameCount) break;
       // Every frame due strictly before this record shows the state without it.
       while (next < frameCount && (next * 1000) / fps < record.at) await emit();
       if (record.kind === CaptureRecordKind.End) break;

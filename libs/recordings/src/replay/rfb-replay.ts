@@ -17,7 +17,6 @@ import { BLACK, ColourMap, PixelDecoder, checkPixelFormat } from './pixels';
 import { ZlibStream } from './zlib-stream';
 
 const MAX_NAME_BYTES = 1024 * 1024;
-const MAX_CUT_TEXT_BYTES = 64 * 1024 * 1024;
 const ZRLE_TILE = 64;
 /** Tight data shorter than this is sent without zlib (Tight spec). */
 const TIGHT_MIN_TO_COMPRESS = 12;
@@ -126,13 +125,6 @@ export class RfbReplayDecoder {
     return this.changeCount;
   }
 
-  /** True when the stream ends between two server messages (not inside one). */
-  get atMessageBoundary(): boolean {
-    return this.feeder.pending === 0 && this.atBoundary;
-  }
-
-  private atBoundary = false;
-
   /** The live framebuffer (not a copy: it changes with the next push). */
   get framebuffer(): ReplayImage {
     return { width: this.fbWidth, height: this.fbHeight, data: this.fbData };
@@ -204,9 +196,7 @@ export class RfbReplayDecoder {
     this.initDone = true;
 
     for (;;) {
-      this.atBoundary = true;
       const type = (yield* read(1))[0];
-      this.atBoundary = false;
       if (this.pendingFormat) {
         this.decoder = new PixelDecoder(this.pendingFormat, this.colourMap);
         this.pendingFormat = undefined;
@@ -231,8 +221,7 @@ export class RfbReplayDecoder {
           const head = yield* read(7); // 3 padding, u32 length
           const length = head.readUInt32BE(3);
           if (length >= 0x80000000) throw decodeError('extended clipboard message, which the gateway never negotiates');
-          if (length > MAX_CUT_TEXT_BYTES) throw decodeError(`ServerCutText of ${length} bytes`);
-          yield* skip(length);
+          yield* skip(length); // streamed past, never buffered
           break;
         }
         default:
@@ -458,7 +447,13 @@ export class RfbReplayDecoder {
   private drawJpeg(jpeg: Buffer, x: number, y: number, width: number, height: number): void {
     let image: { width: number; height: number; data: Uint8Array };
     try {
-      image = decodeJpeg(jpeg, { useTArray: true, formatAsRGBA: true, maxResolutionInMP: Math.max(1, this.maxPixels / 1e6), maxMemoryUsageInMB: 1024 });
+      // The image must be exactly the rectangle: a header claiming more is refused before jpeg-js allocates for it.
+      image = decodeJpeg(jpeg, {
+        useTArray: true,
+        formatAsRGBA: true,
+        maxResolutionInMP: (width * height + 1) / 1e6,
+        maxMemoryUsageInMB: Math.ceil((width * height * 32) / 2 ** 20) + 32,
+      });
     } catch (error) {
       throw decodeError(`Tight JPEG rectangle does not decode: ${(error as Error).message}`);
     }
