@@ -6,7 +6,7 @@
  * Two captures: one preferring Tight (with a JPEG quality hint) in 32 bpp little-endian RGBX, one preferring
  * ZRLE in 32 bpp big-endian BGRX (so the 3-byte CPIXEL is the wire's low bytes of a big-endian pixel).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { Socket, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +15,7 @@ import { randomSecret } from '@ws/common';
 import { DockerHost, LABELS, buildContainerSpec, ensureWorkspaceNetwork } from '@ws/agent';
 import { Encoding, PixelFormat, RGBX32, RfbClient, encodePixelFormat, vncAuthResponse } from '@ws/stream';
 import { CAPTURE_MAGIC, CaptureRecordKind, RfbReplayDecoder, convertCapture, encodeCaptureRecord, probeVideo, readCaptureRecords } from '@ws/recordings';
+import { launchChromium } from './browser';
 import { desktopImage } from './harness';
 
 const deploymentId = `e2e-recdec-${randomSecret(6)}`;
@@ -208,6 +209,41 @@ function compare(a: Buffer, b: Buffer, width: number, tolerance: number): Differ
   return { count, box: count ? { width: maxX - minX + 1, height: maxY - minY + 1 } : { width: 0, height: 0 }, meanAbs: sum / ((a.length / 4) * 3) };
 }
 
+/** Plays the video in Chromium's <video>: its size, duration and the colour of pixel (x, y) of the last frame. */
+async function playInChromium(path: string, x: number, y: number): Promise<{ width: number; height: number; duration: number; rgb: number[] }> {
+  const browser = await launchChromium();
+  try {
+    const page = await browser.newPage();
+    const src = `data:video/webm;base64,${(await readFile(path)).toString('base64')}`;
+    await page.setContent('<video id="v" muted preload="auto"></video><canvas id="c"></canvas>');
+    return await page.evaluate(
+      async ({ src, x, y }) => {
+        const video = document.getElementById('v') as HTMLVideoElement;
+        const once = (event: string) =>
+          new Promise<void>((resolve, reject) => {
+            video.addEventListener(event, () => resolve(), { once: true });
+            video.addEventListener('error', () => reject(new Error(`video error ${video.error?.code} ${video.error?.message}`)), { once: true });
+          });
+        const loaded = once('loadeddata');
+        video.src = src;
+        await loaded;
+        const seeked = once('seeked');
+        video.currentTime = Math.max(0, video.duration - 0.1);
+        await seeked;
+        const canvas = document.getElementById('c') as HTMLCanvasElement;
+        canvas.width = video.videoWidth;
+        canvas.height = video.videoHeight;
+        const context = canvas.getContext('2d') as CanvasRenderingContext2D;
+        context.drawImage(video, 0, 0);
+        return { width: video.videoWidth, height: video.videoHeight, duration: video.duration, rgb: [...context.getImageData(x, y, 1, 1).data.slice(0, 3)] };
+      },
+      { src, x, y },
+    );
+  } finally {
+    await browser.close();
+  }
+}
+
 describe('recording decoder against x11vnc', () => {
   let containerId = '';
   let port = 0;
@@ -246,6 +282,7 @@ describe('recording decoder against x11vnc', () => {
    * compares the replayed capture with a Raw-only capture of the same screen and converts it.
    */
   async function recordAndCompare(pixelFormat: PixelFormat, encodings: number[], rootColour: string, preferred: number): Promise<void> {
+    const lastColour = rootColour.split('').reverse().join('');
     const client = await RecordingClient.connect(port, pixelFormat, encodings);
     const poll = setInterval(() => client.requestUpdate(true), 40);
     try {
@@ -260,7 +297,6 @@ describe('recording decoder against x11vnc', () => {
       await host.exec(containerId, { cmd: xterm, wait: false });
       // A 50x8 character window (~30000 pixels) in this test's own colour over whatever was there.
       await waitFor('the new xterm in the capture', () => (compare(before, client.live.framebuffer.data, WIDTH, 0).count > 10_000 ? true : undefined));
-      const lastColour = rootColour.split('').reverse().join('');
       await sh(`xsetroot -solid '#${lastColour}'`);
       await waitFor(`#${lastColour} in the capture`, () => (client.pixel(3, 3) === lastColour ? true : undefined));
       // Quiet: no server bytes for a second, while incremental requests keep asking.
@@ -295,6 +331,13 @@ describe('recording decoder against x11vnc', () => {
     expect({ codec: probe.codec, width: probe.width, height: probe.height }).toEqual({ codec: 'vp8', width: WIDTH, height: HEIGHT });
     expect(Math.abs(probe.durationSeconds - durationMs / 1000)).toBeLessThanOrEqual(1);
     expect(video.thumbnailJpeg.subarray(0, 2).toString('hex')).toBe('ffd8');
+
+    // Chromium plays it, and its last frame shows the last root colour (within VP8's loss).
+    const played = await playInChromium(video.videoPath, 3, 3);
+    expect({ width: played.width, height: played.height }).toEqual({ width: WIDTH, height: HEIGHT });
+    expect(Math.abs(played.duration - durationMs / 1000)).toBeLessThanOrEqual(1);
+    const expected = [0, 2, 4].map((i) => parseInt(lastColour.slice(i, i + 2), 16));
+    expect({ rgb: played.rgb, near: played.rgb.every((v, i) => Math.abs(v - expected[i]) <= 24) }).toEqual({ rgb: played.rgb, near: true });
   }
 
   it('replays a Tight capture (32 bpp RGBX, JPEG allowed) to the screen a Raw client sees', async () => {
