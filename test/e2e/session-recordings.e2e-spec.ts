@@ -3,12 +3,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { DataSource } from 'typeorm';
+import { createWebSocketStream, WebSocket } from 'ws';
 import { AppConfig, newId, parseId, toWireId } from '@ws/common';
 import { jobId, JobProducer } from '@ws/queue';
 import { RecordingRetention, RecordingStores, recordingVideoKey, segmentKey, SessionRecording } from '@ws/recordings';
+import { ImagesService } from '@ws/images';
+import { ServersService } from '@ws/servers';
 import { ObjectStore } from '@ws/storage';
-import { HEX32, TestApi, TestKey, waitFor } from './harness';
-import { freePort, insertWorkspace, makeWebm, probeDuration } from './recording-fixtures';
+import { RfbClient } from '@ws/stream';
+import { ZonesService } from '@ws/zones';
+import { desktopImage, HEX32, TestApi, TestKey, waitFor } from './harness';
+import { buildCapture, freePort, insertWorkspace, makeWebm, probeDuration, seedCapture } from './recording-fixtures';
 import { S3Server, startS3Server } from './s3-server';
 
 const LINK_TTL_SECONDS = 10;
@@ -190,5 +195,169 @@ describe('session recordings: listing, links and retention (seeded rows, both ba
     expect((await queue.getJob(jobId.convertRecording(lost.id)))?.data).toEqual({ recordingId: lost.id });
     expect(await queue.getJob(jobId.convertRecording(fresh.id))).toBeUndefined();
     expect(api.app.get(AppConfig).RECORDING_RETENTION_DAYS).toBe(30);
+  });
+});
+
+/** Opens the stream of a workspace through the gateway and completes the RFB handshake as a browser would. */
+async function openStream(base: string, workspaceId: string, jwt: string): Promise<{ ws: WebSocket; rfb: RfbClient }> {
+  const ws = new WebSocket(`${base.replace('http', 'ws')}/api/stream/${workspaceId}/vnc`, { headers: { cookie: `ws_stream=${jwt}` } });
+  const stream = createWebSocketStream(ws);
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
+    stream.once('error', reject);
+  });
+  return { ws, rfb: await RfbClient.fromStream(stream, { timeoutMs: 15_000 }) };
+}
+
+describe.each(['file', 's3'] as const)('a recorded session on a real desktop, converted by the worker (%s backend)', (backend) => {
+  let scratch: string;
+  let s3: S3Server | null = null;
+  let api: TestApi;
+  let base: string;
+  let admin: TestKey;
+  let viewer: TestKey;
+  let db: DataSource;
+  let store: ObjectStore;
+  let userId: string;
+  let imageId: string;
+
+  beforeAll(async () => {
+    scratch = mkdtempSync(join(tmpdir(), `ws-recorded-${backend}-`));
+    const port = await freePort();
+    let storage: Partial<AppConfig> = { STORAGE_URL: `file://${join(scratch, 'files')}` };
+    if (backend === 's3') {
+      s3 = await startS3Server(join(scratch, 's3'), 'ws-recorded');
+      storage = {
+        STORAGE_URL: `s3://${s3.bucket}/rec`, S3_ENDPOINT: s3.endpoint, S3_FORCE_PATH_STYLE: true, S3_ACCESS_KEY_ID: s3.accessKeyId, S3_SECRET_ACCESS_KEY: s3.secretAccessKey, S3_PART_SIZE_MB: 5,
+      };
+    }
+    api = await TestApi.start(
+      {
+        ...storage, PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, RECORDING_LINK_TTL_SECONDS: LINK_TTL_SECONDS, RECORDING_RETENTION_DAYS: 30,
+        RECORDING_SPOOL_DIR: join(scratch, 'spool'), RECORDING_SEGMENT_SECONDS: 2,
+      },
+      { worker: true },
+    );
+    await api.app.listen(port, '127.0.0.1');
+    base = `http://127.0.0.1:${port}`;
+    db = api.app.get(DataSource);
+    store = api.app.get(RecordingStores).of(api.config.STORAGE_URL);
+    const zone = await api.app.get(ZonesService).ensure('default');
+    await api.app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 4, memory: 8 * 1024 ** 3 });
+    imageId = (await api.app.get(ImagesService).upsert({ name: desktopImage(), friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2, xRes: 800, yRes: 600 })).id;
+    admin = await api.key(['Global Admin']);
+    viewer = await api.key(['Session Recordings View']);
+    await db.query(`UPDATE groups SET record_sessions = true WHERE system_key = 'all_users'`);
+    userId = (await api.call('create_user', admin, { target_user: { username: `recorded-${backend}` } })).body.user.user_id;
+  });
+
+  afterAll(async () => {
+    await api?.close();
+    await s3?.stop();
+    rmSync(scratch, { recursive: true, force: true });
+  });
+
+  it('lists the closed session with its duration; the link serves a video ffprobe reads at that duration until it expires; retention deletes it', async () => {
+    const requested = (await api.call('request_workspace', admin, { user_id: userId, image_id: imageId })).body;
+    const running = await waitFor('running', async () => {
+      const res = await api.call('get_workspace_status', admin, { workspace_id: requested.workspace_id, user_id: userId });
+      return res.body.workspace?.operational_status === 'running' ? res.body : undefined;
+    }, 120_000);
+    const jwt = running.workspace_url.split('/').pop() as string;
+
+    // The session, measured at the client: from asking for the stream until the gateway saw it close.
+    const openedAt = Date.now();
+    const { ws, rfb } = await openStream(base, requested.workspace_id, jwt);
+    let sessionMs: number;
+    try {
+      await rfb.captureFrame({ timeoutMs: 15_000 });
+      // Screen activity for about 4 s: the background changes and the client asks for whole frames (always answered).
+      const colours = ['#aa3300', '#0033aa', '#22aa44', '#aaaa00'];
+      for (let step = 0; Date.now() - openedAt < 4000 && step < 200; step++) {
+        await api.call('exec_command_workspace', admin, { workspace_id: requested.workspace_id, exec_config: { cmd: `DISPLAY=:1 xsetroot -solid '${colours[step % colours.length]}'` }, wait: true });
+        await rfb.update({ incremental: false, timeoutMs: 10_000 });
+      }
+    } finally {
+      await rfb.close().catch(() => undefined);
+      ws.close();
+      await waitFor('the stream closed', async () => (ws.readyState === WebSocket.CLOSED ? true : undefined), 15_000, 20);
+      sessionMs = Date.now() - openedAt;
+    }
+    const sessionSeconds = sessionMs / 1000;
+
+    const listed = await waitFor('the recording to be listed', async () => {
+      const res = await api.call('get_session_recordings', viewer, { target_workspace_id: requested.workspace_id, preauth_download_link: true });
+      expect(res.status).toBe(200);
+      return res.body.session_recordings.length > 0 ? res.body.session_recordings : undefined;
+    }, 180_000, 500);
+    expect(listed).toHaveLength(1);
+    const [recording] = listed;
+    const row = await db.getRepository(SessionRecording).findOneByOrFail({ id: parseId(recording.recording_id) as string });
+    expect(recording).toEqual({
+      recording_id: expect.stringMatching(HEX32), account_id: userId,
+      session_recording_url: `${api.config.STORAGE_URL}/recordings/${parseId(requested.workspace_id)}/${row.id}/video.webm`,
+      session_recording_metadata: { duration: expect.any(Number), thumbnail: expect.stringMatching(/^data:image\/jpeg;base64,[A-Za-z0-9+/]+=*$/), timestamp: expect.any(Number) },
+      session_recording_download_url: expect.any(String),
+    });
+    expect(Math.abs(recording.session_recording_metadata.duration - sessionSeconds)).toBeLessThanOrEqual(1);
+    expect(Math.abs(recording.session_recording_metadata.timestamp - openedAt / 1000)).toBeLessThanOrEqual(2);
+    // The thumbnail is a JPEG.
+    expect(Buffer.from(recording.session_recording_metadata.thumbnail.split(',')[1], 'base64').subarray(0, 2)).toEqual(Buffer.from([0xff, 0xd8]));
+
+    const link: string = recording.session_recording_download_url;
+    const head = await fetch(link, { headers: { range: 'bytes=0-3' } });
+    expect(head.status).toBe(206);
+    expect(head.headers.get('content-type')).toBe('video/webm');
+    expect(Buffer.from(await head.arrayBuffer())).toEqual(Buffer.from([0x1a, 0x45, 0xdf, 0xa3])); // EBML: a Matroska/WebM file
+    expect(Math.abs((await probeDuration(link)) - sessionSeconds)).toBeLessThanOrEqual(1);
+    // The raw capture is gone once the video is verified and the row says ready.
+    const leftovers: string[] = [];
+    for await (const entry of store.list(`${row.capturePrefix}/`)) leftovers.push(entry.key);
+    expect(leftovers).toEqual([]);
+    await waitFor('the link to expire', async () => ([403, 410].includes((await fetch(link)).status) ? true : undefined), (LINK_TTL_SECONDS + 30) * 1000, 500);
+
+    // Retention, by the worker's maintenance job: the recording aged past RECORDING_RETENTION_DAYS goes with its video.
+    await db.query(`UPDATE session_recordings SET started_at = now() - interval '31 days' WHERE id = $1`, [row.id]);
+    await api.app.get(JobProducer).enqueue('maintenance.expire-recordings', {});
+    await waitFor('the expired recording to be deleted', async () => ((await db.getRepository(SessionRecording).findOneBy({ id: row.id })) ? undefined : true), 60_000, 250);
+    expect(await store.head(row.videoKey as string)).toBeNull();
+    expect((await api.call('get_session_recordings', viewer, { target_workspace_id: requested.workspace_id })).body).toEqual({ session_recordings: [] });
+  }, 300_000);
+
+  it('a conversion retried after the row said ready only deletes leftover segments; a corrupt capture fails for good and is kept', async () => {
+    const workspace = await insertWorkspace(db, parseId(userId) as string, 'deleted');
+    const producer = api.app.get(JobProducer);
+    const segments = buildCapture({ width: 64, height: 48, seconds: 2, fps: 5, segments: 2 });
+    const ready = await seedCapture(db, store, { workspaceId: workspace.id, userId: parseId(userId), storageUrl: api.config.STORAGE_URL, startedAt: new Date(), seconds: 2 }, segments);
+    await producer.ensure('recording.convert', { recordingId: ready.id }, jobId.convertRecording(ready.id));
+    const converted = await waitFor('the seeded capture converted', async () => {
+      const row = await db.getRepository(SessionRecording).findOneBy({ id: ready.id });
+      return row?.status === 'ready' ? row : undefined;
+    }, 120_000, 250);
+    expect(converted).toMatchObject({ videoKey: recordingVideoKey(workspace.id, ready.id), videoContentType: 'video/webm', durationSeconds: 2, error: null });
+    expect((await store.head(converted.videoKey as string))?.size).toBe(converted.videoBytes);
+
+    // Killed after the switch, before the segments went: the retry finds the row ready and deletes them, nothing else.
+    await store.put(segmentKey(ready.capturePrefix, 0), Readable.from([segments[0]]));
+    const videoBefore = await store.head(converted.videoKey as string);
+    await producer.ensure('recording.convert', { recordingId: ready.id }, jobId.convertRecording(ready.id));
+    await waitFor('the leftover segment deleted', async () => ((await store.head(segmentKey(ready.capturePrefix, 0))) ? undefined : true), 60_000, 250);
+    expect((await store.head(converted.videoKey as string))?.etag).toBe(videoBefore?.etag);
+
+    const corrupt = await seedCapture(
+      db, store, { workspaceId: workspace.id, userId: parseId(userId), storageUrl: api.config.STORAGE_URL, startedAt: new Date(), seconds: 2 },
+      [Buffer.from('not a capture segment at all')],
+    );
+    await producer.ensure('recording.convert', { recordingId: corrupt.id }, jobId.convertRecording(corrupt.id));
+    const failed = await waitFor('the corrupt capture failed', async () => {
+      const row = await db.getRepository(SessionRecording).findOneBy({ id: corrupt.id });
+      return row?.status === 'failed' ? row : undefined;
+    }, 60_000, 250);
+    expect(failed.error).toMatch(/not a capture segment/);
+    expect(await store.head(segmentKey(corrupt.capturePrefix, 0))).not.toBeNull();
+    expect((await api.call('get_session_recordings', viewer, { target_workspace_id: workspace.id })).body.session_recordings.map((r: { recording_id: string }) => r.recording_id)).toEqual([
+      toWireId(ready.id),
+    ]);
   });
 });
