@@ -12,7 +12,7 @@ import { Encoding } from '@ws/stream';
 import { CaptureFormatError } from '../capture-format';
 import { FORMATS, ServerDeflater, cat, picture, rectHeader, record, segment, serverInit, tight, update, zrleRect } from '../replay/replay-test-helpers';
 import { convertCapture } from './convert-capture';
-import { probeVideo } from './ffmpeg';
+import { VideoEncodingError, probeVideo } from './ffmpeg';
 
 type Rgb = [number, number, number];
 const RED: Rgb = [230, 20, 20];
@@ -112,6 +112,13 @@ describe('convertCapture', () => {
       yield Readable.from([segment(record.server(59_000, fill(GREEN)), record.end(60_000))]);
     }
     await expect(convertCapture({ segments: segments(), durationMs: 60_000, fps: 5, workDir, signal: controller.signal })).rejects.toThrow('worker shutting down');
+  });
+
+  it("fails with ffmpeg's own words when it cannot write the video", async () => {
+    const capture = segment(record.server(0, serverInit(W, H, pf)), record.server(0, fill(RED)), record.end(2000));
+    const error = await convertCapture({ segments: streams(capture), durationMs: 2000, fps: 5, workDir: join(workDir, 'missing', 'dir') }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(VideoEncodingError);
+    expect((error as Error).message).toMatch(/^ffmpeg .*(exit code|exited with code) 1.*No such file or directory/s);
   });
 
   it('fails with a clear error on a garbage stream', async () => {

@@ -7,6 +7,8 @@ import { ChildProcessWithoutNullStreams, execFile, spawn } from 'node:child_proc
 
 const STDERR_TAIL_BYTES = 4000;
 const PROBE_TIMEOUT_MS = 60_000;
+/** After the last frame ffmpeg only flushes its encoder and writes the WebM index: seconds, never minutes. */
+const FINISH_TIMEOUT_MS = 120_000;
 
 /** ffmpeg failed or could not be started (not the capture's fault: a retry may succeed). */
 export class VideoEncodingError extends Error {
@@ -73,6 +75,7 @@ export class WebmEncoder {
   private readonly child: ChildProcessWithoutNullStreams;
   private stderrTail = '';
   private failure: Error | undefined;
+  private stdinBroken = false;
   private readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   private readonly onAbort: () => void;
   private readonly frameBytes: number;
@@ -92,7 +95,10 @@ export class WebmEncoder {
     this.child.stderr.on('data', (chunk: Buffer) => {
       this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
     });
-    this.child.stdin.on('error', (error: NodeJS.ErrnoException) => this.fail(new VideoEncodingError(`ffmpeg stopped reading frames (${error.code ?? error.message})${this.tail()}`)));
+    // EPIPE: ffmpeg quit; why is in its exit status and stderr, which write() waits for.
+    this.child.stdin.on('error', () => {
+      this.stdinBroken = true;
+    });
     this.exited = new Promise((resolve) => {
       this.child.once('error', (error) => {
         this.fail(new VideoEncodingError(`cannot run ffmpeg: ${error.message}`));
@@ -117,9 +123,17 @@ export class WebmEncoder {
     this.failure ??= error;
   }
 
+  /** Why ffmpeg stopped reading frames: its exit status and stderr (killed if it lingers). */
+  private async quitError(): Promise<Error> {
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 10_000);
+    const { code, signal } = await this.exited.finally(() => clearTimeout(timer));
+    return this.failure ?? new VideoEncodingError(`ffmpeg quit while reading frames (${signal ?? `exit code ${code}`})${this.tail()}`);
+  }
+
   /** Writes one frame (exactly width*height*4 bytes, not modified afterwards); waits while ffmpeg's pipe is full. */
   async write(frame: Buffer): Promise<void> {
     if (this.failure) throw this.failure;
+    if (this.stdinBroken || this.child.stdin.destroyed) throw await this.quitError();
     if (frame.length !== this.frameBytes) throw new RangeError(`frame of ${frame.length} bytes, expected ${this.frameBytes}`);
     if (this.child.stdin.write(frame)) return;
     await new Promise<void>((resolve) => {
@@ -134,6 +148,7 @@ export class WebmEncoder {
       this.options.signal?.addEventListener('abort', done, { once: true });
     });
     if (this.failure) throw this.failure;
+    if (this.stdinBroken || this.child.stdin.destroyed) throw await this.quitError();
   }
 
   /** Closes stdin and waits for ffmpeg to finish the file; throws with its stderr tail unless it exits 0. */
@@ -143,7 +158,16 @@ export class WebmEncoder {
       throw this.failure;
     }
     this.child.stdin.end();
-    const { code, signal } = await this.exited;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), FINISH_TIMEOUT_MS);
+    });
+    const exit = await Promise.race([this.exited, timedOut]).finally(() => clearTimeout(timer));
+    if (exit === 'timeout') {
+      await this.kill();
+      throw new VideoEncodingError(`ffmpeg did not finish the file within ${FINISH_TIMEOUT_MS / 1000} s after the last frame${this.tail()}`);
+    }
+    const { code, signal } = exit;
     this.options.signal?.removeEventListener('abort', this.onAbort);
     if (this.failure) throw this.failure;
     if (code !== 0) throw new VideoEncodingError(`ffmpeg exited with ${signal ?? `code ${code}`}${this.tail()}`);
