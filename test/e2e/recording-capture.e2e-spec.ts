@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, existsSync, readdirSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { createWebSocketStream, WebSocket } from 'ws';
 import { DataSource } from 'typeorm';
 import { closeContext } from '../../apps/cli/src/context';
@@ -9,7 +9,7 @@ import { AppConfig } from '@ws/common';
 import { ImagesService } from '@ws/images';
 import { jobId, JobProducer } from '@ws/queue';
 import { CaptureRecord, CaptureRecordKind, CAPTURE_MAGIC, readCaptureRecords, recordHeader, SessionRecording } from '@ws/recordings';
-import { CaptureRows, capturePrefixOf, RecordingCapture, segmentFileName, writeSpoolOwner } from '@ws/recordings/capture';
+import { CaptureRows, capturePrefixOf, RecordingCapture, segmentFileName, ThreadedUploader, writeSpoolOwner } from '@ws/recordings/capture';
 import { ServersService } from '@ws/servers';
 import { ObjectStore, openStore, S3ObjectStore } from '@ws/storage';
 import { RfbClient } from '@ws/stream';
@@ -278,6 +278,28 @@ describe.each(['file', 's3'] as const)('session recording capture through the ga
     expect(records.map((r) => [r.kind, r.at, r.payload.length])).toEqual([[CaptureRecordKind.Server, 10, serverInit.length], [CaptureRecordKind.Server, 2000, 1000], [CaptureRecordKind.End, 2000, 0]]);
     expect(existsSync(dir)).toBe(false);
     expect(await convertJob(id)).toMatchObject({ data: { recordingId: id } });
+  }, 60_000);
+
+  it('the upload thread of a build stores segments as the in-process upload does', async () => {
+    // The api uploads in a thread when it runs built; these tests run the sources, so the thread comes from a build.
+    const built = join(dirname(process.env.WS_TEST_WORKER_JS ?? join(__dirname, '../../dist/apps/worker/src/main.js')), '../../../libs/recordings/src/capture/upload-thread.js');
+    const uploader = ThreadedUploader.available(api.config.STORAGE_URL, api.config, built);
+    if (!uploader) {
+      console.warn(`no built upload thread at ${built}: the threaded upload is not tested in this run`);
+      return;
+    }
+    try {
+      const file = join(scratch, 'thread-segment.wsrc');
+      const body = Buffer.concat([CAPTURE_MAGIC, recordHeader(CaptureRecordKind.Server, 5, 3), Buffer.from('abc'), recordHeader(CaptureRecordKind.End, 9, 0)]);
+      writeFileSync(file, body);
+      const keys = ['recordings/thread-test/capture/segment-000000.wsrc', 'recordings/thread-test/capture/segment-000001.wsrc'];
+      const sizes = await Promise.all(keys.map((k) => uploader.upload(k, file)));
+      expect(sizes).toEqual([{ size: body.length }, { size: body.length }]);
+      expect((await recordsOf(store, [keys[0]])).map((r) => [r.kind, r.at, r.payload.toString()])).toEqual([[CaptureRecordKind.Server, 5, 'abc'], [CaptureRecordKind.End, 9, '']]);
+      await expect(uploader.upload('recordings/thread-test/missing.wsrc', join(scratch, 'no-such-file'))).rejects.toThrow(/ENOENT/);
+    } finally {
+      await uploader.close();
+    }
   }, 60_000);
 
   it('finalizeAbandoned ends rows whose api stopped refreshing them', async () => {

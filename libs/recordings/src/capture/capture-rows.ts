@@ -91,8 +91,8 @@ export class CaptureRows {
     const stale = await this.rows
       .createQueryBuilder('r')
       .where('r.status = :status', { status: 'recording' })
-      .andWhere('r.updated_at < :cutoff', { cutoff })
-      .orderBy('r.updated_at', 'ASC')
+      .andWhere('r.updatedAt < :cutoff', { cutoff })
+      .orderBy('r.updatedAt', 'ASC')
       .limit(500)
       .getMany();
     let finalized = 0;

@@ -4,6 +4,7 @@ import { AppConfig } from '@ws/common';
 import { InjectObjectStore, ObjectStore, openStore } from '@ws/storage';
 import { WorkspaceSettings } from '@ws/workspaces/workspace-settings.service';
 import { ABANDONED_AFTER_SEGMENTS, CaptureRows, capturePrefixOf } from './capture-rows';
+import { ThreadedUploader, UploadSegment, uploadInProcess } from './segment-uploader';
 import { DEFAULT_RECORDER_LIMITS, RecorderLimits, SessionRecorder } from './session-recorder';
 import { createSpoolDir, newSpoolOwner, recoverSpool, retireSpoolOwner, SpoolOwner } from './spool';
 
@@ -32,6 +33,8 @@ export class RecordingCapture implements OnApplicationBootstrap, OnModuleDestroy
   limits: RecorderLimits;
   /** The start-up recovery of the spool (tests wait on it). */
   recovery: Promise<string[]> = Promise.resolve([]);
+  private readonly uploader: ThreadedUploader | null;
+  private readonly upload: UploadSegment;
 
   constructor(
     private readonly config: AppConfig,
@@ -41,6 +44,9 @@ export class RecordingCapture implements OnApplicationBootstrap, OnModuleDestroy
   ) {
     this.owner = newSpoolOwner(config.DEPLOYMENT_ID);
     this.limits = { ...DEFAULT_RECORDER_LIMITS, segmentBytes: config.RECORDING_SEGMENT_MB * 1024 * 1024, segmentMs: config.RECORDING_SEGMENT_SECONDS * 1000 };
+    // Off the stream's event loop when built; the sources (tests) upload in process.
+    this.uploader = ThreadedUploader.available(config.STORAGE_URL, config);
+    this.upload = this.uploader?.upload ?? uploadInProcess(store);
   }
 
   onApplicationBootstrap(): void {
@@ -65,6 +71,7 @@ export class RecordingCapture implements OnApplicationBootstrap, OnModuleDestroy
     const outcome = await Promise.race([Promise.all([ending, this.recovery]).then(() => 'done' as const), timeout]).finally(() => clearTimeout(timer));
     if (outcome === 'timeout') this.logger.warn(`${this.live.size} recording(s) were not finalized within ${SHUTDOWN_FINALIZE_MS} ms; the next start finishes them from the spool`);
     retireSpoolOwner(this.owner);
+    await this.uploader?.close();
   }
 
   /** Whether the owner's effective record_sessions is on; false (logged) when the settings cannot be read. */
@@ -94,7 +101,7 @@ export class RecordingCapture implements OnApplicationBootstrap, OnModuleDestroy
     const startedAt = new Date();
     const capturePrefix = capturePrefixOf(target.workspaceId, id);
     const rowCreated = this.rows.create({ id, workspaceId: target.workspaceId, userId: target.userId, clientId: target.clientId, storageUrl: this.config.STORAGE_URL, capturePrefix, startedAt });
-    const recorder = new SessionRecorder({ id, capturePrefix, spoolDir, startedAt, store: this.store, rows: this.rows, rowCreated, limits: this.limits, log: this.logger });
+    const recorder = new SessionRecorder({ id, capturePrefix, spoolDir, startedAt, upload: this.upload, rows: this.rows, rowCreated, limits: this.limits, log: this.logger });
     this.live.add(recorder);
     // Only once finalized: a shutdown waits for recordings that are still uploading their last segment.
     const forget = () => this.live.delete(recorder);

@@ -1,11 +1,11 @@
-import { createReadStream, createWriteStream, WriteStream } from 'node:fs';
+import { createWriteStream, WriteStream } from 'node:fs';
 import { rm, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
-import type { ObjectStore } from '@ws/storage';
 import type { RfbSessionRecorder } from '@ws/stream/rfb-proxy';
 import { CAPTURE_MAGIC, CaptureRecordKind, RECORD_HEADER_BYTES, segmentKey } from '../capture-format';
 import type { CaptureOutcome } from './capture-rows';
+import type { UploadSegment } from './segment-uploader';
 
 export interface RecorderLimits {
   /** A segment is closed once it holds this many bytes. */
@@ -40,7 +40,8 @@ export interface SessionRecorderOptions {
   /** This recording's own spool directory (exists). */
   spoolDir: string;
   startedAt: Date;
-  store: ObjectStore;
+  /** Stores a closed segment file (in the upload thread when there is one). */
+  upload: UploadSegment;
   rows: RecorderRows;
   /** Resolves once the row is inserted; until then nothing is uploaded. A rejection ends the recording. */
   rowCreated: Promise<void>;
@@ -192,7 +193,7 @@ export class SessionRecorder implements RfbSessionRecorder {
       if (this.error !== null) return;
       await closed;
       if (!(await this.options.rowCreated.then(() => true, () => false)) || this.error !== null) return;
-      const put = await this.options.store.put(segmentKey(this.options.capturePrefix, this.stored), createReadStream(path), { contentType: 'application/octet-stream' });
+      const put = await this.options.upload(segmentKey(this.options.capturePrefix, this.stored), path);
       this.stored++;
       this.storedBytes += put.size;
       if (!(await this.options.rows.segmentStored(this.id, this.stored, this.storedBytes))) this.lostRow();
