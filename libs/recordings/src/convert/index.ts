@@ -1,2 +1,4 @@
-export { convertCapture, ConvertCaptureInput, ConvertedRecording, THUMBNAIL_WIDTH } from './convert-capture';
-export { probeVideo, VideoProbe, VideoEncodingError } from './ffmpeg';
+export { convertCapture, THUMBNAIL_WIDTH } from './convert-capture';
+export type { ConvertCaptureInput, ConvertedRecording } from './convert-capture';
+export { probeVideo, VideoEncodingError } from './ffmpeg';
+export type { VideoProbe } from './ffmpeg';

@@ -1,2 +1,3 @@
 export { ReplayDecodeError } from './errors';
-export { RfbReplayDecoder, RfbReplayOptions, ReplayImage, ReplayCursor, ReplayStats } from './rfb-replay';
+export { RfbReplayDecoder } from './rfb-replay';
+export type { RfbReplayOptions, ReplayImage, ReplayCursor, ReplayStats } from './rfb-replay';
