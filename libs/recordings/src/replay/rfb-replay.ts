@@ -7,8 +7,9 @@
  *
  * Bytes are pushed in arbitrary pieces (StreamFeeder reassembles them); each push decodes as far as the bytes go,
  * so a caller can look at the framebuffer between pushes (the state at that moment of the recording).
- * A malformed stream throws ReplayDecodeError from push(); every size is checked before anything is read or
- * allocated, so garbage costs at most a framebuffer's worth of memory.
+ * A malformed stream throws ReplayDecodeError from push(); every size is checked against the framebuffer (capped
+ * by maxPixels) before anything is read or allocated, so garbage costs at most a few framebuffers' worth of memory
+ * and never hangs: each byte is consumed once.
  */
 import { decode as decodeJpeg } from 'jpeg-js';
 import { DEFAULT_MAX_PIXELS, Encoding, Need, ParserGenerator, PixelFormat, StreamFeeder, parsePixelFormat, read, skip } from '@ws/stream';
