@@ -274,6 +274,30 @@ describe('persistent profiles', () => {
     await destroyAndConfirm(next);
   }, 600_000);
 
+  it('persistent_profile_config.path names the profile directory; one missing at removal saves nothing and says so', async () => {
+    const image = await api.app.get(ImagesService).upsert({
+      name: desktopImage(), friendlyName: 'Profiled desktop (config path)', cores: 1, memory: 512 * MiB, portMap: { vnc: '5900/tcp' },
+      persistentProfilePath: `file://${scratch}/configured/{user_id}`,
+    });
+    await db.query('UPDATE images SET persistent_profile_config = $1 WHERE id = $2', [JSON.stringify({ path: `${HOME}/Documents` }), image.id]);
+    const userId = await newUser('configured');
+    const first = await launch(userId, toWireId(image.id), 'Enabled');
+    await exec(first, `mkdir -p ${HOME}/Documents && echo kept > ${HOME}/Documents/note.txt && echo not-kept > ${HOME}/marker.txt`);
+    const saved = (await destroyAndConfirm(first)).pointerAtRemoval as Pointer;
+    await expectIntact(saved);
+    const second = await launch(userId, toWireId(image.id), 'Enabled');
+    expect((await exec(second, `cat ${HOME}/Documents/note.txt`)).trim()).toBe('kept');
+    expect(await readMarker(second)).toBe('absent'); // only the configured directory is the profile
+    await exec(second, `rm -r ${HOME}/Documents`);
+    await destroyAndConfirm(second);
+    const [row] = await db.query('SELECT operational_message, profile_state FROM workspaces WHERE id = $1', [parseId(second)]);
+    expect(row).toEqual({
+      profile_state: 'not_saved',
+      operational_message: `Removed. The profile directory ${HOME}/Documents does not exist in the workspace container; the persistent profile was not saved and the previous profile is kept`,
+    });
+    expect(await pointer(saved.location)).toEqual(saved);
+  }, 600_000);
+
   it('refuses to save a profile over PROFILE_MAX_MB: the status says so, the previous profile is kept', async () => {
     await api.stopWorker();
     await api.startWorker({ PROFILE_MAX_MB: 2 });
@@ -331,6 +355,8 @@ describe('persistent profiles', () => {
         return /^Saving the persistent profile: [1-9]/.test(status.body.operational_message ?? '') ? true : undefined;
       }, 120_000, 50);
       await slow.kill('SIGKILL');
+      // Cut off mid-put: a file store keeps the killed upload's temporary file (swept by a later save once stale).
+      if (backend === 'file') expect(readdirSync(join(location.slice('file://'.length), '.tmp')).length).toBeGreaterThan(0);
 
       // Killed mid-upload: the pointer and the previous generation are untouched, the workspace still stopping,
       // its (stopped) container kept for the retry.

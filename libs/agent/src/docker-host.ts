@@ -8,6 +8,7 @@ import {
   ClassifyContext,
   ContainerConflictError,
   ContainerNotFoundError,
+  ContainerPathNotFoundError,
   daemonMessageOf,
   DockerDaemonError,
   DockerTimeoutError,
@@ -573,28 +574,32 @@ export class DockerHost {
     let sourceError: unknown = null;
     tar.once('error', (err) => (sourceError = err));
     try {
-      await this.call(`copy an archive into ${containerId}:${path}`, { containerId }, (abortSignal) =>
+      await this.call(`copy an archive into ${containerId}:${path}`, {}, (abortSignal) =>
         this.docker.getContainer(containerId).putArchive(tar, { path, abortSignal }), Math.min(timeoutMs, MAX_TIMER_MS));
     } catch (err) {
       if (sourceError) throw sourceError;
-      throw err;
+      throw this.archiveError(err, containerId, path);
     }
   }
 
   /**
    * A tar stream of `path` in the container (running or stopped): entries are named from the path's last segment
-   * ("workspace/…" for /home/workspace). The caller must consume or destroy it. A missing path is a permanent
-   * DockerDaemonError (404), a missing container ContainerNotFoundError.
+   * ("workspace/…" for /home/workspace). The caller must consume or destroy it.
    */
   async getArchive(containerId: string, path: string): Promise<Readable> {
-    const operation = `copy ${containerId}:${path} out`;
     try {
-      return (await this.call(operation, {}, (abortSignal) => this.docker.getContainer(containerId).getArchive({ path, abortSignal }))) as Readable;
+      return (await this.call(`copy ${containerId}:${path} out`, {}, (abortSignal) => this.docker.getContainer(containerId).getArchive({ path, abortSignal }))) as Readable;
     } catch (err) {
-      const cause = err instanceof AgentError ? err.cause : err;
-      if (httpStatusOf(cause) === 404 && /no such container/i.test(daemonMessageOf(cause))) throw new ContainerNotFoundError(containerId, this.name, { cause });
-      throw err;
+      throw this.archiveError(err, containerId, path);
     }
+  }
+
+  /** A 404 of the archive calls: the container (ContainerNotFoundError) or the path in it (ContainerPathNotFoundError). */
+  private archiveError(err: unknown, containerId: string, path: string): unknown {
+    const cause = err instanceof AgentError ? err.cause : err;
+    if (httpStatusOf(cause) !== 404) return err;
+    // dockerode prefixes its own reason for any 404 ("no such container - …"): the daemon's text tells the two apart.
+    return /could not find the file/i.test(daemonMessageOf(cause)) ? new ContainerPathNotFoundError(containerId, path, this.name, { cause }) : new ContainerNotFoundError(containerId, this.name, { cause });
   }
 
   /** Force-removes the container and its anonymous volumes. Gone already (404) or removal in progress is success. */

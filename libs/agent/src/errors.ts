@@ -26,6 +26,16 @@ export class DockerUnavailableError extends AgentError {
   }
 }
 
+/** A path that does not exist inside a container (copying an archive in or out). */
+export class ContainerPathNotFoundError extends AgentError {
+  readonly transient = false;
+  readonly code = 'container_path_not_found';
+  readonly apiCode = ErrorCode.InvalidState;
+  constructor(readonly containerId: string, readonly path: string, readonly host: string, options?: { cause?: unknown }) {
+    super(`${path} does not exist in container ${containerId} on server ${host}`, options);
+  }
+}
+
 /** A Docker API call did not answer in time. */
 export class DockerTimeoutError extends AgentError {
   readonly transient = true;

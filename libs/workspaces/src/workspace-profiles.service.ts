@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Not, Repository } from 'typeorm';
-import { AgentError, ContainerNotFoundError, containerNameFor, DockerHost } from '@ws/agent';
+import { AgentError, ContainerNotFoundError, ContainerPathNotFoundError, containerNameFor, DockerHost } from '@ws/agent';
 import { ApiError, AppConfig, ErrorCode, toWireId } from '@ws/common';
 import type { EffectiveGroupSettings } from '@ws/groups/group-settings';
 import type { Image } from '@ws/images/image.entity';
@@ -100,8 +100,10 @@ export class WorkspaceProfiles {
     if (workspace.profileState === 'not_saved') return workspace.operationalMessage; // decided by an earlier run
     if (workspace.profileState !== 'ready' || !image) return undefined;
     const containerId = workspace.containerId ?? containerNameFor(workspace.id);
-    const gone = async () => {
-      const note = 'The workspace container was gone; the persistent profile was not saved and the previous profile is kept';
+    const gone = async (err: unknown) => {
+      const note = err instanceof ContainerPathNotFoundError
+        ? `The profile directory ${err.path} does not exist in the workspace container; the persistent profile was not saved and the previous profile is kept`
+        : 'The workspace container was gone; the persistent profile was not saved and the previous profile is kept';
       await this.lifecycle.stoppingProgress(workspace.id, 0, note, { profileState: 'not_saved' });
       return note;
     };
@@ -113,7 +115,7 @@ export class WorkspaceProfiles {
       await this.lifecycle.stoppingProgress(workspace.id, 1, 'Stopping the workspace to save its persistent profile');
       await host.stop(containerId);
     } catch (err) {
-      if (err instanceof ContainerNotFoundError) return gone();
+      if (err instanceof ContainerNotFoundError) return gone(err);
       throw err;
     }
     const report = this.reporter((percent, message) => this.lifecycle.stoppingProgress(workspace.id, percent, message));
@@ -124,7 +126,7 @@ export class WorkspaceProfiles {
     try {
       outcome = await this.profiles.save(location, { host, containerId, directory }, workspace.id, saving);
     } catch (err) {
-      if (err instanceof ContainerNotFoundError) return gone();
+      if (err instanceof ContainerNotFoundError || err instanceof ContainerPathNotFoundError) return gone(err);
       const message = `Saving the persistent profile failed (${(err as Error).message}); retrying (the previous profile is kept)`;
       await this.lifecycle.stoppingProgress(workspace.id, 5, message);
       this.logger.warn(`workspace ${workspace.id}: ${message}`);
