@@ -12,9 +12,7 @@ import { TestApi, TestKey } from './harness';
  * Catalog operations that have no route yet: they must answer 404 Unknown operation. Routing one makes the
  * agreement test fail until it is removed from here, which puts it under the matrix below.
  */
-const UNROUTED: readonly OperationName[] = [
-  'update_egress_credential', 'delete_egress_provider_mapping',
-];
+const UNROUTED: readonly OperationName[] = [];
 
 const CATALOG = Object.keys(OPERATIONS) as OperationName[];
 const ROUTED = CATALOG.filter((op) => !UNROUTED.includes(op));
@@ -84,7 +82,8 @@ describe('permission matrix (from the operation catalog)', () => {
       expect(missing).toEqual([]);
     });
 
-    it.each(UNROUTED.map((op) => [op]))('%s has no route yet: 404 Unknown operation, even for a Global Admin', async (op) => {
+    // it.each refuses an empty table: the check runs while some operation is unrouted.
+    (UNROUTED.length ? it.each(UNROUTED.map((op) => [op])) : it.skip.each([['(none)']]))('%s has no route yet: 404 Unknown operation, even for a Global Admin', async (op) => {
       const res = await api.call(op, await keyHolding(['Global Admin']));
       expect(res.status).toBe(404);
       expect(res.body).toEqual({ error_message: 'Unknown operation' });

@@ -13,6 +13,7 @@ import { RecordingsModule } from '@ws/recordings';
 import { UsersModule } from '@ws/users';
 import { WorkspacesModule } from '@ws/workspaces/workspaces.module';
 import { ZonesModule } from '@ws/zones/zones.module';
+import { EgressModule } from '@ws/egress/egress.module';
 import { ClientConnectController } from './client/client-connect.controller';
 import { ClientLoginController } from './client/client-login.controller';
 import { ClientSessionController } from './client/client-session.controller';
@@ -27,6 +28,7 @@ import { RecordingsController } from './public-api/recordings.controller';
 import { SessionTokensController } from './public-api/session-tokens.controller';
 import { StagingController } from './public-api/staging.controller';
 import { CastingController } from './public-api/casting.controller';
+import { EgressController } from './public-api/egress.controller';
 import { ClientCastController } from './client/client-cast.controller';
 import { UsersController } from './public-api/users.controller';
 import { WorkspaceStreamsController } from './public-api/workspace-streams.controller';
@@ -37,8 +39,8 @@ export class AppModule {
   static forRoot(overrides: Partial<AppConfig> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, WorkspacesModule, ZonesModule, ServersModule, GatewayModule, StagingModule, CastingModule, StorageApiModule, RecordingsModule, LicensingModule],
-      controllers: [UsersController, GroupsController, SessionTokensController, WorkspacesController, WorkspaceStreamsController, ImagesController, RecordingsController, StagingController, CastingController, LicensingController, ClientLoginController, ClientSessionController, ClientConnectController, ClientCastController, HealthController],
+      imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, WorkspacesModule, ZonesModule, ServersModule, GatewayModule, StagingModule, CastingModule, StorageApiModule, RecordingsModule, LicensingModule, EgressModule],
+      controllers: [UsersController, GroupsController, SessionTokensController, WorkspacesController, WorkspaceStreamsController, ImagesController, RecordingsController, StagingController, CastingController, LicensingController, EgressController, ClientLoginController, ClientSessionController, ClientConnectController, ClientCastController, HealthController],
       providers: [
         { provide: APP_GUARD, useClass: OperationGuard },
         { provide: APP_FILTER, useClass: ApiExceptionFilter },
