@@ -54,10 +54,13 @@ export async function makeWebm(path: string, seconds: number): Promise<void> {
 /**
  * A raw capture as the gateway writes it (capture-format.ts): ServerInit of a `width`×`height` 32-bit true-colour
  * desktop, then one full-screen raw update per frame (a box moving across a changing background) every
- * 1000/fps ms for `seconds`, then End; cut into `segments` segments of whole records.
+ * 1000/fps ms for `seconds` (at most `maxFrames` updates, spread evenly), then End; cut into `segments` segments of
+ * whole records.
  */
-export function buildCapture(options: { width: number; height: number; seconds: number; fps: number; segments: number }): Buffer[] {
-  const { width, height, seconds, fps } = options;
+export function buildCapture(options: { width: number; height: number; seconds: number; fps: number; segments: number; maxFrames?: number }): Buffer[] {
+  const { width, height, seconds } = options;
+  // Fewer updates than frames for long captures: the video repeats the last frame until the next update.
+  const fps = Math.min(options.fps, (options.maxFrames ?? Infinity) / seconds);
   const records: Buffer[] = [];
   const record = (kind: CaptureRecordKind, at: number, payload: Buffer) => records.push(Buffer.concat([recordHeader(kind, at, payload.length), payload]));
 

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -15,6 +15,7 @@ import { ZonesService } from '@ws/zones';
 import { desktopImage, HEX32, TestApi, TestKey, waitFor } from './harness';
 import { buildCapture, freePort, insertWorkspace, makeWebm, probeDuration, seedCapture } from './recording-fixtures';
 import { S3Server, startS3Server } from './s3-server';
+import { WorkerProcess } from './worker-processes';
 
 const LINK_TTL_SECONDS = 10;
 const DAY_MS = 86_400_000;
@@ -360,4 +361,71 @@ describe.each(['file', 's3'] as const)('a recorded session on a real desktop, co
       toWireId(ready.id),
     ]);
   });
+});
+
+describe('a worker SIGKILLed mid-conversion (worker processes, file:// backend)', () => {
+  let scratch: string;
+  let api: TestApi;
+  let db: DataSource;
+  let store: ObjectStore;
+  const workers: WorkerProcess[] = [];
+  const SECONDS = 60;
+
+  beforeAll(async () => {
+    scratch = mkdtempSync(join(tmpdir(), 'ws-recording-kill-'));
+    // A short lock: the killed worker's job is handed to the other one within seconds. 30 fps: the encode takes a while.
+    api = await TestApi.start({ STORAGE_URL: `file://${join(scratch, 'files')}`, RECORDING_SPOOL_DIR: join(scratch, 'spool'), WORKER_LOCK_MS: 3000, RECORDING_FPS: 30 });
+    db = api.app.get(DataSource);
+    store = api.app.get(RecordingStores).of(api.config.STORAGE_URL);
+  });
+
+  afterAll(async () => {
+    for (const worker of workers) await worker.kill().catch(() => undefined);
+    await api?.close();
+    rmSync(scratch, { recursive: true, force: true });
+  });
+
+  it('the next worker converts from the kept capture: one verified video, the capture deleted, no scratch left', async () => {
+    const userId = (await api.call('create_user', await api.key(['Global Admin']), { target_user: { username: 'killed-conversion' } })).body.user.user_id as string;
+    const workspace = await insertWorkspace(db, parseId(userId) as string, 'running');
+    const seeded = await seedCapture(
+      db, store, { workspaceId: workspace.id, userId: parseId(userId), storageUrl: api.config.STORAGE_URL, startedAt: new Date(), seconds: SECONDS },
+      buildCapture({ width: 640, height: 480, seconds: SECONDS, fps: 5, segments: 3, maxFrames: 12 }),
+    );
+    const scratchDirs = () => readdirSync(tmpdir()).filter((name) => name.startsWith(`ws-recording-${seeded.id}-`));
+
+    const first = WorkerProcess.spawn(api.settings);
+    workers.push(first);
+    await first.ready();
+    await api.app.get(JobProducer).ensure('recording.convert', { recordingId: seeded.id }, jobId.convertRecording(seeded.id));
+    const queue = api.app.get(JobProducer).queue('maintenance');
+    // Killed while converting: its job is active on it and it has begun writing the video in its scratch directory.
+    await waitFor('the first worker converting', async () => {
+      const job = await queue.getJob(jobId.convertRecording(seeded.id));
+      const active = job && (await job.getState()) === 'active' && job.processedBy?.endsWith(`:${first.pid}`);
+      return active && scratchDirs().length > 0 ? true : undefined;
+    }, 120_000, 50);
+    await first.kill('SIGKILL');
+    expect((await db.getRepository(SessionRecording).findOneByOrFail({ id: seeded.id })).status).toBe('captured');
+    expect(await store.head(segmentKey(seeded.capturePrefix, 0))).not.toBeNull();
+
+    const second = WorkerProcess.spawn(api.settings);
+    workers.push(second);
+    await second.ready();
+    const ready = await waitFor('the conversion finished by the second worker', async () => {
+      const row = await db.getRepository(SessionRecording).findOneBy({ id: seeded.id });
+      if (row?.status === 'failed') throw new Error(`conversion failed: ${row.error}`);
+      return row?.status === 'ready' ? row : undefined;
+    }, 300_000, 500);
+    expect(ready.durationSeconds).toBe(SECONDS);
+    const video = join(scratch, 'files', ready.videoKey as string);
+    expect(Math.abs((await probeDuration(video)) - SECONDS)).toBeLessThanOrEqual(1);
+    expect((await store.head(ready.videoKey as string))?.size).toBe(ready.videoBytes);
+    await waitFor('the capture deleted', async () => {
+      const left: string[] = [];
+      for await (const entry of store.list(`${seeded.capturePrefix}/`)) left.push(entry.key);
+      return left.length === 0 ? true : undefined;
+    }, 30_000, 250);
+    expect(scratchDirs()).toEqual([]);
+  }, 600_000);
 });

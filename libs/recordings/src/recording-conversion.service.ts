@@ -1,5 +1,5 @@
 import { createReadStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -72,7 +72,12 @@ export class RecordingConversion {
   /** Converts in a scratch directory, stores the video verified, then switches the row; answers the row's status after. */
   private async publish(recording: SessionRecording, store: ObjectStore, signal: AbortSignal): Promise<RecordingStatus | 'gone'> {
     if (!recording.endedAt) throw new PermanentFailure('the capture has no end time');
-    const workDir = await mkdtemp(join(tmpdir(), `ws-recording-${recording.id}-`));
+    const scratchPrefix = `ws-recording-${recording.id}-`;
+    // A worker killed mid-conversion leaves its scratch directory (and its half-written video) behind.
+    for (const name of await readdir(tmpdir()).catch(() => [] as string[])) {
+      if (name.startsWith(scratchPrefix)) await rm(join(tmpdir(), name), { recursive: true, force: true });
+    }
+    const workDir = await mkdtemp(join(tmpdir(), scratchPrefix));
     try {
       const video = await convertCapture({
         segments: segmentsOf(store, recording),
