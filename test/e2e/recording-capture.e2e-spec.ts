@@ -238,6 +238,9 @@ describe.each(['file', 's3'] as const)('session recording capture through the ga
     await owner.rfb.captureFrame({ timeoutMs: 15_000 });
     await closeStream(owner);
     await recordSessions('none');
+    const listed = JSON.parse(await cli('group', 'list', '--json')) as Array<{ name: string; record_sessions: boolean | null }>;
+    expect(listed.find((g) => g.name === 'All Users')?.record_sessions).toBeNull();
+    await expect(cli('group', 'set', 'All Users', '--record-sessions', 'yes')).rejects.toThrow('expected true, false or none');
     const unset = await openStream(base, workspace.workspace_id, ownerJwt);
     await unset.rfb.captureFrame({ timeoutMs: 15_000 });
     await closeStream(unset);
