@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { AuthModule } from '@ws/auth';
 import { ConfigModule } from '@ws/common';
 import { DatabaseModule } from '@ws/database';
+import { EgressModule } from '@ws/egress';
 import { LicensingModule } from '@ws/licensing';
 import { QueueModule } from '@ws/queue';
 import { ServersModule } from '@ws/servers';
@@ -13,6 +14,6 @@ import { ZonesModule } from '@ws/zones';
 @Module({})
 export class CliModule {
   static forRoot(): DynamicModule {
-    return { module: CliModule, imports: [ConfigModule.forRoot(), DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule, ZonesModule, ServersModule, LicensingModule] };
+    return { module: CliModule, imports: [ConfigModule.forRoot(), DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule, ZonesModule, ServersModule, LicensingModule, EgressModule] };
   }
 }

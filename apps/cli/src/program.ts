@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { registerApiKeyCommands } from './commands/api-key.command';
+import { registerEgressCommands } from './commands/egress.command';
 import { registerGroupCommands } from './commands/group.command';
 import { registerImageCommands } from './commands/image.command';
 import { registerInfrastructureCommands } from './commands/infrastructure.command';
@@ -16,5 +17,6 @@ export function buildProgram(): Command {
   registerImageCommands(program);
   registerGroupCommands(program);
   registerLicenseCommands(program);
+  registerEgressCommands(program);
   return program;
 }

@@ -186,6 +186,8 @@ export class EgressCredentials {
     }
     const enabled = changes.limit_active_connections ?? existing?.limitActiveConnections ?? false;
     const value = limit ?? alias ?? existing?.activeConnectionLimit ?? null;
+    // The DTO checks the API's input; this also covers the operator CLI's.
+    if (value !== null && (!Number.isInteger(value) || value < 1)) throw invalid(`${FIELD}.active_connection_limit must be a positive integer (${value})`);
     if (enabled && value === null) throw invalid(`${FIELD}.active_connection_limit (a positive integer) is required when limit_active_connections is true`);
     return { enabled, value };
   }

@@ -1,11 +1,15 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { Repository } from 'typeorm';
-import { newId, toWireId } from '@ws/common';
+import { QueryFailedError, Repository } from 'typeorm';
+import { ApiError, ErrorCode, newId, toWireId } from '@ws/common';
 import { findByRef } from '@ws/database/find-by-ref';
 import { Zone } from './zone.entity';
 
 export const DEFAULT_ZONE = 'default';
+const UNIQUE_VIOLATION = '23505';
+
+/** The operator-settable fields of a zone (zone set). */
+export type ZoneChanges = Partial<Pick<Zone, 'name' | 'autoScalingEnabled' | 'cloudEnabled' | 'cloudRegion' | 'cloudAccessKeyId' | 'cloudSecretAccessKey' | 'cloudAgentImageId'>>;
 
 @Injectable()
 export class ZonesService {
@@ -25,14 +29,32 @@ export class ZonesService {
     return this.zones.findOneByOrFail({ name });
   }
 
+  /** Changes the given fields of a zone (by name or id); omitted ones keep their value. */
+  async update(ref: string, changes: ZoneChanges): Promise<Zone> {
+    const zone = await this.findByRef(ref);
+    const patch = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined)) as ZoneChanges;
+    if (patch.name !== undefined && !patch.name.trim()) throw new ApiError(ErrorCode.InvalidRequest, 'zone name must not be empty');
+    if (Object.keys(patch).length > 0) {
+      try {
+        await this.zones.update({ id: zone.id }, patch);
+      } catch (err) {
+        if (err instanceof QueryFailedError && (err.driverError as { code?: string }).code === UNIQUE_VIOLATION) throw new ApiError(ErrorCode.Conflict, `a zone named ${patch.name} exists`);
+        throw err;
+      }
+    }
+    return this.zones.findOneByOrFail({ id: zone.id });
+  }
+
   async remove(ref: string): Promise<void> {
     const zone = await this.findByRef(ref);
     await this.zones.delete({ id: zone.id });
   }
 }
 
-const mask = (secret: string) => (secret ? '*'.repeat(Math.min(secret.length, 16)) : '');
+/** A set secret is answered as a fixed run of asterisks (its length is not told); an unset one as ''. */
+const mask = (secret: string) => (secret ? '********' : '');
 
+/** The spec's Zone; `brief` (get_zones brief: true) answers only the id and the name. */
 export function toZoneResponse(z: Zone, brief = false) {
   if (brief) return { zone_id: toWireId(z.id), zone_name: z.name };
   return {

@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { toWireId } from '@ws/common';
 import { LOCAL_SERVER, Server, ServersService } from '@ws/servers';
-import { DEFAULT_ZONE, toZoneResponse, ZonesService } from '@ws/zones';
+import { DEFAULT_ZONE, toZoneResponse, Zone, ZoneChanges, ZonesService } from '@ws/zones';
 import { bytes, num, print, service } from '../context';
 
 const serverRow = (s: Server) => ({
@@ -21,11 +21,59 @@ function capacityOptions(command: Command, defaults: string): Command {
     .option('--cpu-allocation-method <method>', 'Quotas (hard limit, default) or Shares (proportional) for images that say Inherit');
 }
 
+interface ZoneOptions {
+  autoScaling?: boolean; cloud?: boolean; cloudRegion?: string; cloudAccessKeyId?: string; cloudSecretAccessKey?: string; cloudAgentImageId?: string;
+  brief?: boolean; showSecrets?: boolean; json?: boolean;
+}
+
+/** Every settable field of a zone, shared by `zone add` and `zone set` (--no-auto-scaling / --no-cloud turn one off). */
+function zoneOptions(command: Command): Command {
+  return command
+    .option('--auto-scaling', 'auto_scaling_enabled: true')
+    .option('--no-auto-scaling', 'auto_scaling_enabled: false')
+    .option('--cloud', 'cloud_enabled: true')
+    .option('--no-cloud', 'cloud_enabled: false')
+    .option('--cloud-region <region>', 'cloud_region, e.g. eu-west-1')
+    .option('--cloud-access-key-id <id>', 'cloud_access_key_id')
+    .option('--cloud-secret-access-key <secret>', 'cloud_secret_access_key (answered masked)')
+    .option('--cloud-agent-image-id <id>', 'cloud_agent_image_id')
+    .option('--show-secrets', 'print cloud_secret_access_key in clear')
+    .option('--json');
+}
+
+const zoneChanges = (o: ZoneOptions): ZoneChanges => ({
+  autoScalingEnabled: o.autoScaling, cloudEnabled: o.cloud, cloudRegion: o.cloudRegion, cloudAccessKeyId: o.cloudAccessKeyId,
+  cloudSecretAccessKey: o.cloudSecretAccessKey, cloudAgentImageId: o.cloudAgentImageId,
+});
+
+const zoneRow = (z: Zone, o: { brief?: boolean; showSecrets?: boolean }) => {
+  const row = toZoneResponse(z, o.brief ?? false);
+  return o.showSecrets && !o.brief ? { ...row, cloud_secret_access_key: z.cloudSecretAccessKey } : row;
+};
+
 /** Zones and servers (Docker hosts). */
 export function registerInfrastructureCommands(program: Command): void {
   const zone = program.command('zone').description('deployment zones');
-  zone.command('list').option('--json').action(async (o: { json?: boolean }) => print((await (await service(ZonesService)).list()).map((z) => toZoneResponse(z, true)), o.json ?? false));
-  zone.command('add <name>').action(async (name: string) => print(toZoneResponse(await (await service(ZonesService)).ensure(name), true), false));
+  zone
+    .command('list')
+    .description('zones as get_zones answers them (secret masked unless --show-secrets)')
+    .option('--brief', 'only id and name')
+    .option('--show-secrets', 'print cloud_secret_access_key in clear')
+    .option('--json')
+    .action(async (o: { brief?: boolean; showSecrets?: boolean; json?: boolean }) => {
+      const zones = await (await service(ZonesService)).list();
+      print(zones.map((z) => zoneRow(z, o)), o.json ?? false);
+    });
+  zoneOptions(zone.command('add <name>').description('add a zone (or change the fields given of an existing one)')).action(async (name: string, o: ZoneOptions) => {
+    const zones = await service(ZonesService);
+    await zones.ensure(name);
+    print(zoneRow(await zones.update(name, zoneChanges(o)), o), o.json ?? false);
+  });
+  zoneOptions(zone.command('set <zone>').description('change a zone\'s fields (zone by name or id); omitted ones keep their value'))
+    .option('--name <name>', 'rename the zone')
+    .action(async (ref: string, o: ZoneOptions & { name?: string }) => {
+      print(zoneRow(await (await service(ZonesService)).update(ref, { ...zoneChanges(o), name: o.name }), o), o.json ?? false);
+    });
   zone.command('remove <zone>').action(async (ref: string) => {
     await (await service(ZonesService)).remove(ref);
     console.log(`removed zone ${ref}`);
