@@ -53,9 +53,8 @@ export class ProfileSync {
 
   /** Mode Reset: the pointer goes first (so nothing restores a half-deleted profile), then every generation. */
   async reset(location: string): Promise<void> {
-    const pointer = await this.pointer(location);
     await this.db.getRepository(PersistentProfile).delete({ location });
-    await this.withStore(location, (store) => this.deleteGenerations(store, [pointer?.objectKey], ''));
+    await this.withStore(location, (store) => this.deleteGenerations(store, location, new Date(8.64e15), null));
   }
 
   /**
@@ -94,6 +93,7 @@ export class ProfileSync {
     return this.withStore(location, async (store) => {
       await sweepStaleTemp(store).catch((err: Error) => this.logger.warn(`${location}: could not sweep stale temporary files: ${err.message}`));
       const key = `${randomUUID()}.tar`;
+      const started = new Date();
       const archive = await source.host.getArchive(source.containerId, source.directory);
       const meter = new ProfileMeter({ maxBytes, bytesPerSecond: this.bytesPerSecond(), onProgress });
       const body = pipeline(archive, meter, () => undefined) as Readable;
@@ -106,24 +106,29 @@ export class ProfileSync {
         if (meter.exceeded) return { saved: false, tooLarge: true, bytes: meter.bytes, maxBytes } as const;
         throw err;
       }
-      const previous = await this.db.transaction(async (tx) => {
-        const current = await tx.findOne(PersistentProfile, { where: { location }, lock: { mode: 'pessimistic_write' } });
-        await tx.upsert(PersistentProfile, { location, objectKey: key, size: written.size, sha256: written.sha256, savedAt: new Date(), savedByWorkspaceId: workspaceId }, ['location']);
-        return current;
-      });
-      // After commit: the previous generation, and any a killed save completed but never switched to, are nobody's
-      // (one workspace writes a location at a time). A failure here only leaves an orphan for the next save.
-      await this.deleteGenerations(store, [previous?.objectKey], key).catch((err: Error) => this.logger.warn(`${location}: old profile generations left behind: ${err.message}`));
+      await this.db.getRepository(PersistentProfile).upsert(
+        { location, objectKey: key, size: written.size, sha256: written.sha256, savedAt: new Date(), savedByWorkspaceId: workspaceId }, ['location'],
+      );
+      // After the switch: the previous generation, and any a killed save completed but never switched to, are
+      // nobody's. A failure here only leaves an orphan for the next save.
+      await this.deleteGenerations(store, location, started, key).catch((err: Error) => this.logger.warn(`${location}: old profile generations left behind: ${err.message}`));
       return { saved: true, size: written.size, objectKey: key } as const;
     });
   }
 
-  /** Deletes the generations named in `known` and every other one in the store, except `keep`. */
-  private async deleteGenerations(store: ObjectStore, known: Array<string | undefined>, keep: string): Promise<void> {
-    const doomed = new Set(known.filter((k): k is string => !!k));
-    for await (const object of store.list('')) if (GENERATION_KEY.test(object.key)) doomed.add(object.key);
-    doomed.delete(keep);
-    for (const key of doomed) await store.delete(key);
+  /**
+   * Deletes the generations in the store written before `before` (stores may round times down), except `keep`
+   * and the one the pointer names when it is read after listing. One workspace writes a location at a time; the
+   * guards keep even a zombie save (a worker that lost its job but still runs) from deleting a newer save's
+   * current generation.
+   */
+  private async deleteGenerations(store: ObjectStore, location: string, before: Date, keep: string | null): Promise<void> {
+    const doomed: string[] = [];
+    for await (const object of store.list('')) {
+      if (GENERATION_KEY.test(object.key) && object.lastModified < before) doomed.push(object.key);
+    }
+    const current = (await this.pointer(location))?.objectKey;
+    for (const key of doomed) if (key !== current && key !== keep) await store.delete(key);
   }
 
   private bytesPerSecond(): number {
