@@ -180,7 +180,8 @@ export class EgressCredentials {
   }
 
   private resolveLimit(changes: EgressCredentialChanges, existing: EgressCredential | null): { enabled: boolean; value: number | null } {
-    const { active_connection_limit: limit, active_connections: alias } = changes;
+    const limit = changes.active_connection_limit ?? undefined;
+    const alias = changes.active_connections ?? undefined;
     if (limit !== undefined && alias !== undefined && limit !== alias) {
       throw invalid(`${FIELD}.active_connection_limit and ${FIELD}.active_connections name the same limit and differ (${limit}, ${alias})`);
     }

@@ -22,9 +22,10 @@ export class EgressCredentialChanges {
   @Settable() @IsBoolean() allow_all_gateways?: boolean;
   @Settable() @IsArray() @ArrayMaxSize(MAX_SELECTED_GATEWAYS) @IsString({ each: true }) @MaxLength(MAX_ID_LENGTH, { each: true }) selected_gateways?: string[];
   @Settable() @IsBoolean() limit_active_connections?: boolean;
-  @Settable() @IsInt() @Min(1) @Max(MAX_ACTIVE_CONNECTION_LIMIT) active_connection_limit?: number;
+  /** null counts as not given (a response sent back carries null when no limit was ever set). */
+  @IsOptional() @IsInt() @Min(1) @Max(MAX_ACTIVE_CONNECTION_LIMIT) active_connection_limit?: number | null;
   /** The spec's parameter list names the limit `active_connections`; accepted as the same field. */
-  @Settable() @IsInt() @Min(1) @Max(MAX_ACTIVE_CONNECTION_LIMIT) active_connections?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(MAX_ACTIVE_CONNECTION_LIMIT) active_connections?: number | null;
   @IsOptional() @IsString() @MaxLength(1024) username?: string | null;
   @IsOptional() @IsString() @MaxLength(MAX_SECRET_LENGTH) password?: string | null;
   @IsOptional() @IsString() @MaxLength(MAX_SECRET_LENGTH) vpn_private_key?: string | null;
