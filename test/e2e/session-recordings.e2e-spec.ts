@@ -6,7 +6,7 @@ import { DataSource } from 'typeorm';
 import { createWebSocketStream, WebSocket } from 'ws';
 import { AppConfig, newId, parseId, toWireId } from '@ws/common';
 import { jobId, JobProducer } from '@ws/queue';
-import { RecordingRetention, RecordingStores, recordingVideoKey, segmentKey, SessionRecording } from '@ws/recordings';
+import { CaptureRows, RecordingRetention, RecordingStores, recordingVideoKey, segmentKey, SessionRecording } from '@ws/recordings';
 import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
 import { ObjectStore } from '@ws/storage';
@@ -174,7 +174,15 @@ describe('session recordings: listing, links and retention (seeded rows, both ba
       await stores[backend].put(segmentKey(failedOld.capturePrefix, 0), Readable.from([Buffer.from('kept capture')]));
       const young = await seedReady(workspace.id, backend, new Date(Date.now() - 29 * DAY_MS));
 
-      const report = await api.app.get(RecordingRetention).run();
+      // RECORDING_RETENTION_DAYS 0 keeps everything.
+      const retention = api.app.get(RecordingRetention);
+      const keepForever = new RecordingRetention(db.getRepository(SessionRecording), api.app.get(RecordingStores), api.app.get(CaptureRows), api.app.get(JobProducer), {
+        ...api.app.get(AppConfig), RECORDING_RETENTION_DAYS: 0,
+      } as AppConfig);
+      expect((await keepForever.run()).expired).toBe(0);
+      expect(await db.getRepository(SessionRecording).countBy({ workspaceId: workspace.id })).toBe(3);
+
+      const report = await retention.run();
       expect(report.expired).toBeGreaterThanOrEqual(2);
       const left = await db.getRepository(SessionRecording).findBy({ workspaceId: workspace.id });
       expect(left.map((r) => r.id)).toEqual([young.id]);
@@ -200,15 +208,15 @@ describe('session recordings: listing, links and retention (seeded rows, both ba
 });
 
 /** Opens the stream of a workspace through the gateway and completes the RFB handshake as a browser would. */
-async function openStream(base: string, workspaceId: string, jwt: string): Promise<{ ws: WebSocket; rfb: RfbClient }> {
+async function openStream(base: string, workspaceId: string, jwt: string): Promise<{ ws: WebSocket; rfb: RfbClient; openedAt: number }> {
   const ws = new WebSocket(`${base.replace('http', 'ws')}/api/stream/${workspaceId}/vnc`, { headers: { cookie: `ws_stream=${jwt}` } });
   const stream = createWebSocketStream(ws);
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
+  const openedAt = await new Promise<number>((resolve, reject) => {
+    ws.once('open', () => resolve(Date.now()));
     ws.once('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
     stream.once('error', reject);
   });
-  return { ws, rfb: await RfbClient.fromStream(stream, { timeoutMs: 15_000 }) };
+  return { ws, rfb: await RfbClient.fromStream(stream, { timeoutMs: 15_000 }), openedAt };
 }
 
 describe.each(['file', 's3'] as const)('a recorded session on a real desktop, converted by the worker (%s backend)', (backend) => {
@@ -267,9 +275,8 @@ describe.each(['file', 's3'] as const)('a recorded session on a real desktop, co
     }, 120_000);
     const jwt = running.workspace_url.split('/').pop() as string;
 
-    // The session, measured at the client: from asking for the stream until the gateway saw it close.
-    const openedAt = Date.now();
-    const { ws, rfb } = await openStream(base, requested.workspace_id, jwt);
+    // The session, measured at the client: from the stream's opening until it is closed.
+    const { ws, rfb, openedAt } = await openStream(base, requested.workspace_id, jwt);
     let sessionMs: number;
     try {
       await rfb.captureFrame({ timeoutMs: 15_000 });
