@@ -55,7 +55,7 @@ describe('SessionRecorder', () => {
 
   beforeEach(() => {
     scratch = mkdtempSync(join(tmpdir(), 'ws-recorder-'));
-    store = new FileObjectStore(join(scratch, 'store'), {});
+    store = new FileObjectStore(join(scratch, 'store'), { publicBaseUrl: 'http://127.0.0.1' });
     spoolDir = join(scratch, 'spool', 'rec');
     mkdirSync(spoolDir, { recursive: true });
     warnings.length = 0;

@@ -18,6 +18,8 @@ export interface RecorderLimits {
   maxPendingSegments: number;
 }
 
+const STAGING_BYTES = 256 * 1024;
+
 export const DEFAULT_RECORDER_LIMITS: Omit<RecorderLimits, 'segmentBytes' | 'segmentMs'> = {
   maxSpoolBacklogBytes: 64 * 1024 * 1024,
   maxPendingSegments: 8,
@@ -69,6 +71,9 @@ export class SessionRecorder implements RfbSessionRecorder {
   private readonly t0 = performance.now();
   private state: RecorderState = 'recording';
   private segment: OpenSegment | null = null;
+  /** Records not yet handed to the current segment's stream (at most STAGING_BYTES; lost only if the process dies). */
+  private staging = Buffer.allocUnsafe(STAGING_BYTES);
+  private staged = 0;
   private nextSegment = 0;
   private serverRecords = 0;
   private pendingUploads = 0;
@@ -136,14 +141,19 @@ export class SessionRecorder implements RfbSessionRecorder {
 
   private write(kind: CaptureRecordKind, payload: Buffer, force = false): void {
     const segment = this.segment ?? this.openSegment();
-    if (!segment) return;
-    const record = Buffer.allocUnsafe(RECORD_HEADER_BYTES + payload.length);
-    record.writeUInt8(kind, 0);
-    record.writeUInt32BE(Math.min(0xffffffff, Math.floor(performance.now() - this.t0)), 1);
-    record.writeUInt32BE(payload.length, 5);
-    payload.copy(record, RECORD_HEADER_BYTES); // the caller's buffer is reused as soon as we return
-    segment.stream.write(record);
-    segment.bytes += record.length;
+    const size = RECORD_HEADER_BYTES + payload.length;
+    if (this.staged + size > this.staging.length) this.flush(segment);
+    // Records gather in one buffer (the copy the caller's reused buffer needs anyway): one spool write and
+    // one allocation per STAGING_BYTES instead of one per chunk.
+    const target = size > this.staging.length ? Buffer.allocUnsafe(size) : this.staging;
+    const at = target === this.staging ? this.staged : 0;
+    target.writeUInt8(kind, at);
+    target.writeUInt32BE(Math.min(0xffffffff, Math.floor(performance.now() - this.t0)), at + 1);
+    target.writeUInt32BE(payload.length, at + 5);
+    payload.copy(target, at + RECORD_HEADER_BYTES);
+    if (target === this.staging) this.staged += size;
+    else segment.stream.write(target);
+    segment.bytes += size;
     segment.records++;
     if (force) return;
     if (segment.stream.writableLength > this.options.limits.maxSpoolBacklogBytes) {
@@ -153,7 +163,15 @@ export class SessionRecorder implements RfbSessionRecorder {
     }
   }
 
-  private openSegment(): OpenSegment | null {
+  /** Hands the gathered records to the spool file (the stream owns that buffer from now on). */
+  private flush(segment: OpenSegment): void {
+    if (this.staged === 0) return;
+    segment.stream.write(this.staging.subarray(0, this.staged));
+    this.staging = Buffer.allocUnsafe(STAGING_BYTES);
+    this.staged = 0;
+  }
+
+  private openSegment(): OpenSegment {
     const path = join(this.options.spoolDir, segmentFileName(this.nextSegment++));
     const stream = createWriteStream(path, { flags: 'wx' });
     const segment: OpenSegment = { path, stream, bytes: CAPTURE_MAGIC.length, records: 0 };
@@ -167,6 +185,7 @@ export class SessionRecorder implements RfbSessionRecorder {
   private closeSegment(): void {
     const segment = this.segment;
     if (!segment) return;
+    this.flush(segment);
     this.segment = null;
     const closed = finished(segment.stream);
     closed.catch(() => undefined); // reported by the stream's error listener; awaited by the upload
@@ -181,6 +200,7 @@ export class SessionRecorder implements RfbSessionRecorder {
     const segment = this.segment;
     if (!segment) return;
     this.segment = null;
+    this.staged = 0;
     segment.stream.destroy();
     void finished(segment.stream).catch(() => undefined).then(() => unlink(segment.path).catch(() => undefined));
   }
