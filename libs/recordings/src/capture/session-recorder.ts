@@ -62,8 +62,8 @@ type RecorderState = 'recording' | 'ending' | 'stopped';
 
 /**
  * Records one stream connection. The hot path (serverChunk, pixelFormat) only copies the chunk behind a record
- * header into the current spool file's WriteStream; segments are closed by size or age and uploaded one at a
- * time, in order, off that path. Any failure of the disk, the store or the database stops the recording (the
+ * header into a staging buffer that goes to the current spool file's WriteStream when full; segments are closed
+ * by size or age and uploaded one at a time, in order, off that path (in the upload thread when built). Any failure of the disk, the store or the database stops the recording (the
  * row keeps what was stored, with the reason) and never reaches the stream.
  */
 export class SessionRecorder implements RfbSessionRecorder {
