@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import { DataSource } from 'typeorm';
 import { createWebSocketStream, WebSocket } from 'ws';
 import { AppConfig, newId, parseId, toWireId } from '@ws/common';
-import { jobId, JobProducer } from '@ws/queue';
+import { JOB_QUEUE, jobId, JobProducer } from '@ws/queue';
 import { CaptureRows, RecordingRetention, RecordingStores, recordingVideoKey, segmentKey, SessionRecording } from '@ws/recordings';
 import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
@@ -198,7 +198,7 @@ describe('session recordings: listing, links and retention (seeded rows, both ba
     const lost = await seedReady(workspace.id, 'file', new Date(Date.now() - 3600_000), { status: 'captured', videoKey: null });
     const fresh = await seedReady(workspace.id, 'file', new Date(), { status: 'captured', videoKey: null });
     await db.query(`UPDATE session_recordings SET updated_at = now() - interval '1 hour' WHERE id = $1`, [lost.id]);
-    const queue = api.app.get(JobProducer).queue('maintenance');
+    const queue = api.app.get(JobProducer).queue(JOB_QUEUE['recording.convert']);
     expect(await queue.getJob(jobId.convertRecording(lost.id))).toBeUndefined();
     await api.app.get(RecordingRetention).run();
     expect((await queue.getJob(jobId.convertRecording(lost.id)))?.data).toEqual({ recordingId: lost.id });
@@ -405,7 +405,7 @@ describe('a worker SIGKILLed mid-conversion (worker processes, file:// backend)'
     workers.push(first);
     await first.ready();
     await api.app.get(JobProducer).ensure('recording.convert', { recordingId: seeded.id }, jobId.convertRecording(seeded.id));
-    const queue = api.app.get(JobProducer).queue('maintenance');
+    const queue = api.app.get(JobProducer).queue(JOB_QUEUE['recording.convert']);
     // Killed while converting: its job is active on it and it has begun writing the video in its scratch directory.
     await waitFor('the first worker converting', async () => {
       const job = await queue.getJob(jobId.convertRecording(seeded.id));
