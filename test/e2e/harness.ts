@@ -9,11 +9,20 @@ import { DockerHost, LABELS } from '@ws/agent';
 import { ApiKeysService, Permission } from '@ws/auth';
 import { AppConfig, loadConfig, randomSecret } from '@ws/common';
 import { dropDatabase, migrate } from '@ws/database';
+import { LICENSE_FEATURES } from '@ws/licensing/license-key';
 
 export interface TestKey {
   api_key: string;
   api_key_secret: string;
 }
+
+/**
+ * Suites that are not about licensing run past the free tier (5 sessions, no staging or casting): a large session
+ * limit and every feature. A suite that sets any licensing setting itself (LICENSE_PUBLIC_KEYS, UNLICENSED_*) gets
+ * the product's own defaults for the rest, so only the licensing suites exercise the real free tier.
+ */
+export const TEST_LICENSE_DEFAULTS: Partial<AppConfig> = { UNLICENSED_SESSION_LIMIT: 1000, UNLICENSED_FEATURES: LICENSE_FEATURES.join(',') };
+const LICENSING_SETTINGS: ReadonlyArray<keyof AppConfig> = ['LICENSE_PUBLIC_KEYS', 'UNLICENSED_SESSION_LIMIT', 'UNLICENSED_FEATURES'];
 
 /** A live api on a database and Redis prefix of its own; close() drops both. */
 export class TestApi {
@@ -31,12 +40,17 @@ export class TestApi {
   static async start(overrides: Partial<AppConfig> = {}, options: { worker?: boolean } = {}): Promise<TestApi> {
     const suffix = randomSecret(5);
     const database = `ws_e2e_${suffix}`;
+    const licensing = LICENSING_SETTINGS.some((name) => name in overrides) ? {} : TEST_LICENSE_DEFAULTS;
     const settings: Partial<AppConfig> = {
       DATABASE_NAME: database, REDIS_PREFIX: `wse2e-${suffix}`, DEPLOYMENT_ID: `e2e-${suffix}`, DATABASE_POOL_SIZE: 4, LOG_LEVEL: 'warn',
       // Suites send many refused credentials from one address on purpose; auth-rate-limit.e2e-spec sets real limits.
       AUTH_FAILURES_PER_ADDRESS: 1_000_000, AUTH_FAILURES_PER_KEY: 1_000_000,
+      ...licensing,
       ...overrides,
     };
+    // The in-process CLI (cli-runner) reads this file's environment: the same licensing defaults, unless the suite
+    // set its own (each test file has its own process.env under jest).
+    for (const [name, value] of Object.entries(licensing)) process.env[name] ??= String(value);
     const config = Object.assign(loadConfig(), settings);
     await migrate(config, database);
     const app = await createApi(settings);

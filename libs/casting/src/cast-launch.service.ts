@@ -4,6 +4,7 @@ import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { DataSource } from 'typeorm';
 import { ApiError, AppConfig, ErrorCode, parseId, toWireId } from '@ws/common';
 import { UserGroup } from '@ws/groups/group.entity';
+import { Entitlements } from '@ws/licensing/entitlements';
 import { RedisConnections } from '@ws/queue/redis-connections';
 import { SettingsService } from '@ws/settings/settings.service';
 import { SessionTokensService } from '@ws/users/session-tokens.service';
@@ -78,6 +79,7 @@ export class CastLaunch {
     private readonly settings: SettingsService,
     private readonly redis: RedisConnections,
     private readonly config: AppConfig,
+    private readonly entitlements: Entitlements,
   ) {}
 
   /** `GET /api/client/cast/<key>/info`: what the client shows before launching. */
@@ -94,6 +96,9 @@ export class CastLaunch {
   async launch(body: CastLaunchRequest, visitor: CastVisitor): Promise<CastLaunchAnswer> {
     const config = await this.findLink(body.key);
     const refuse = (reason: CastRefusal, message: string, retryAfterSeconds?: number) => castRefused(reason, message, config.errorUrl, retryAfterSeconds);
+    await this.entitlements.assertFeature('session_casting', 'Session casting').catch((err: unknown) => {
+      throw withErrorUrl(err, config.errorUrl, 'not_licensed');
+    });
     if (config.validUntil && config.validUntil.getTime() <= Date.now()) throw refuse('expired', 'This link has expired');
     if (!referrerAllowed(config.allowedReferrers, body.referrer ?? visitor.referer)) throw refuse('referrer', 'This link may not be opened from this page');
     const loggedIn = body.session_jwt ? await this.loggedInUser(body.session_jwt) : null;
@@ -122,6 +127,8 @@ export class CastLaunch {
       if (config.limitSessions) await this.returnSession(config.id);
       if (user.anonymous) await this.db.getRepository(User).delete({ id: user.id }).catch(() => undefined);
       if (err instanceof ApiError && err.code === ErrorCode.NoCapacity) throw refuse('no_capacity', err.message, err.retryAfterSeconds);
+      // The license's session limit (409) still sends the visitor to the link's error_url.
+      if (err instanceof ApiError && err.code === ErrorCode.Conflict) throw withErrorUrl(err, config.errorUrl, 'session_limit_reached');
       throw err;
     }
   }
@@ -230,6 +237,15 @@ export class CastLaunch {
       workspace_url: query ? `${path}?${query}` : path, ...flags,
     };
   }
+}
+
+/**
+ * A refusal from outside the link's rules (the license, the launch pipeline) with the link's error_url, as the
+ * browser client needs it to send the visitor on; its status and message stay. Anything else passes unchanged.
+ */
+function withErrorUrl(err: unknown, errorUrl: string | null, reason: string): unknown {
+  if (!(err instanceof ApiError) || 'error_url' in err.details) return err;
+  return new ApiError(err.code, err.message, { ...err.details, error_url: errorUrl, reason }, { retryAfterSeconds: err.retryAfterSeconds });
 }
 
 /** The client settings a config with enforce_client_settings puts on its sessions. */

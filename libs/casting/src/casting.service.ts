@@ -5,6 +5,7 @@ import { ApiError, ErrorCode, newId, parseId, randomSecret } from '@ws/common';
 import { DEFAULT_CLIENT_SETTINGS } from '@ws/groups/group-settings';
 import { Group } from '@ws/groups/group.entity';
 import { Image } from '@ws/images/image.entity';
+import { Entitlements } from '@ws/licensing/entitlements';
 import type { CastConfigChanges, NewCastConfig } from './dto/cast-config.requests';
 import { CAST_FLAG_NAMES, CAST_FLAGS, CastConfig, CastFlag } from './cast-config.entity';
 
@@ -26,10 +27,17 @@ export function parseUtcTimestamp(value: string, field: string): Date {
   return date;
 }
 
-/** Casting configs: the five operations. The launch of a link is CastLaunch's. */
+/**
+ * Casting configs: the five operations. The launch of a link is CastLaunch's. Creating and changing configs
+ * needs the license's session_casting, and a config that turns sharing on its sessions session_sharing (403);
+ * reading and deleting never do.
+ */
 @Injectable()
 export class CastingService {
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly entitlements: Entitlements,
+  ) {}
 
   list(): Promise<CastConfig[]> {
     return this.db.getRepository(CastConfig).find({ relations: { image: true, group: true }, order: { createdAt: 'ASC' } });
@@ -47,6 +55,7 @@ export class CastingService {
   }
 
   async create(fields: NewCastConfig): Promise<CastConfig> {
+    await this.checkLicense(fields.enable_sharing ?? defaultFlag('enable_sharing'));
     const config = this.db.getRepository(CastConfig).create({
       id: newId(), name: fields.casting_config_name, imageId: await this.imageId(fields.image_id), key: fields.key ?? randomSecret(16),
       allowedReferrers: fields.allowed_referrers ?? [], sessionRemaining: fields.session_remaining ?? CAST_DEFAULTS.sessionRemaining,
@@ -60,6 +69,7 @@ export class CastingService {
   }
 
   async update(changes: CastConfigChanges): Promise<CastConfig> {
+    await this.checkLicense(changes.enable_sharing === true);
     const config = await this.get(changes.cast_config_id);
     const set: Omit<Partial<CastConfig>, 'image' | 'group'> = {};
     if (changes.casting_config_name !== undefined) set.name = changes.casting_config_name;
@@ -84,6 +94,11 @@ export class CastingService {
   async delete(castConfigId: string): Promise<void> {
     const config = await this.get(castConfigId);
     await this.db.getRepository(CastConfig).delete({ id: config.id });
+  }
+
+  private async checkLicense(turnsSharingOn: boolean): Promise<void> {
+    await this.entitlements.assertFeature('session_casting', 'Session casting');
+    if (turnsSharingOn) await this.entitlements.assertFeature('session_sharing', 'Workspace sharing');
   }
 
   private async save(write: () => Promise<unknown>, key: string): Promise<void> {

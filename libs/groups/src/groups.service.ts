@@ -5,6 +5,7 @@ import { AccessService, Caller } from '@ws/auth';
 import { ApiError, ErrorCode, parseId } from '@ws/common';
 import { findByRef } from '@ws/database/find-by-ref';
 import { rawQuery } from '@ws/database/raw-query';
+import { Entitlements } from '@ws/licensing/entitlements';
 import { DEFAULT_CLIENT_SETTINGS } from './group-settings';
 import { Group, SystemGroup, UsageInterval, UserGroup } from './group.entity';
 
@@ -26,6 +27,7 @@ export class GroupsService {
     @InjectRepository(Group) private readonly groups: Repository<Group>,
     @InjectRepository(UserGroup) private readonly memberships: Repository<UserGroup>,
     private readonly access: AccessService,
+    private readonly entitlements: Entitlements,
   ) {}
 
   async find(groupId: string): Promise<Group> {
@@ -43,8 +45,13 @@ export class GroupsService {
     return this.groups.find({ order: { priority: 'ASC', name: 'ASC' } });
   }
 
-  /** The operator's group settings (keepalive_expiration, usage_limit …); client settings merge into the current ones. */
+  /**
+   * The operator's group settings (keepalive_expiration, usage_limit …); client settings merge into the current ones.
+   * Setting a usage_limit needs the license's usage_limit feature (403, never silently ignored); clearing one
+   * never does. A limit set under a license that has since lapsed stays enforced until it is cleared.
+   */
   async updateSettings(ref: string, change: GroupSettingsChange): Promise<Group> {
+    if (change.usageLimit !== undefined && change.usageLimit !== null) await this.entitlements.assertFeature('usage_limit', 'A group usage_limit');
     const group = await this.findByRef(ref);
     for (const [key, value] of Object.entries(change.clientSettings ?? {})) {
       const expected = DEFAULT_CLIENT_SETTINGS[key as keyof typeof DEFAULT_CLIENT_SETTINGS];

@@ -14,8 +14,9 @@ describe('staging claim rules', () => {
     expect(canServeFromStaging(profiled, {})).toBe(true);
   });
 
-  it('starts a fresh workspace for environment variables or a used or reset profile', () => {
+  it('starts a fresh workspace for environment variables, an egress gateway or a used or reset profile', () => {
     expect(canServeFromStaging(plain, { environment: { A: '1' } })).toBe(false);
+    expect(canServeFromStaging(plain, { egress_gateway_id: 'a'.repeat(32) })).toBe(false);
     expect(canServeFromStaging(profiled, { persistent_profile_mode: 'Enabled' })).toBe(false);
     expect(canServeFromStaging(profiled, { persistent_profile_mode: 'Reset' })).toBe(false);
   });

@@ -4,12 +4,16 @@ import type { RequestWorkspaceRequest } from '@ws/workspaces';
 import { STAGING_FLAG_NAMES } from './staging-config.entity';
 
 /**
- * Whether a request can take an already-started container: not when it brings environment variables (the
- * container's environment is fixed at its start) or asks to use or reset a persistent profile (it is loaded
- * before the desktop starts).
+ * Whether a request can take an already-started container: not when it brings environment variables or an
+ * egress gateway (the container's environment is fixed at its start) or asks to use or reset a persistent
+ * profile (it is loaded before the desktop starts).
  */
-export function canServeFromStaging(image: Pick<Image, 'persistentProfilePath'>, request: Pick<RequestWorkspaceRequest, 'environment' | 'persistent_profile_mode'>): boolean {
+export function canServeFromStaging(
+  image: Pick<Image, 'persistentProfilePath'>,
+  request: Pick<RequestWorkspaceRequest, 'environment' | 'persistent_profile_mode' | 'egress_gateway_id'>,
+): boolean {
   if (request.environment && Object.keys(request.environment).length > 0) return false;
+  if (request.egress_gateway_id) return false;
   if (image.persistentProfilePath && (request.persistent_profile_mode === 'Enabled' || request.persistent_profile_mode === 'Reset')) return false;
   return true;
 }

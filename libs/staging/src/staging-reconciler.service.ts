@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { addSeconds, ApiError, ErrorCode, newId, randomSecret } from '@ws/common';
 import { Image } from '@ws/images/image.entity';
+import { Entitlements } from '@ws/licensing/entitlements';
 import { DestroyReason, jobId, JobProducer } from '@ws/queue';
 import { reserveServer, WorkspaceLifecycle, WorkspaceTeardown } from '@ws/workspaces';
 import { StagingConfig } from './staging-config.entity';
@@ -30,16 +31,23 @@ const STALE_STAGED_SQL = `
  * a config change, on the events of staged workspaces (StagingReplenisher), and on a schedule
  * (expiry, lost asks). Safe to repeat and to run on several workers at once (the config row is locked while
  * its pool is counted and changed).
+ *
+ * Licensing: staged workspaces count toward the session limit, each reserved (Entitlements.reserveSessionCapacity)
+ * in the transaction that records it. A refusal is not a failure: the pool stays short and the next run tries
+ * again. Without the session_staging feature nothing new is staged; existing pools drain (claims, expiry).
  */
 @Injectable()
 export class StagingReconciler {
   private readonly logger = new Logger(StagingReconciler.name);
+  /** Why each config's pool was last left short by the license, so it is logged once, not on every run. */
+  private readonly shortBy = new Map<string, 'feature' | 'limit'>();
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly teardown: WorkspaceTeardown,
     private readonly lifecycle: WorkspaceLifecycle,
     private readonly jobs: JobProducer,
+    private readonly entitlements: Entitlements,
   ) {}
 
   /** One config's pool, or every pool when no id is given. */
@@ -60,6 +68,8 @@ export class StagingReconciler {
   private async reconcileConfig(stagingConfigId: string): Promise<ReconcileOutcome> {
     const created: string[] = [];
     let destroyed = 0;
+    // Read before the transaction: no second pool connection is waited for while the config row is locked.
+    const licensed = (await this.entitlements.features()).session_staging;
     await this.db.transaction(async (tx) => {
       const config = await tx.getRepository(StagingConfig).createQueryBuilder('c').setLock('pessimistic_write').where('c.id = :id', { id: stagingConfigId }).getOne();
       if (!config) return;
@@ -76,19 +86,38 @@ export class StagingReconciler {
       const image = await tx.getRepository(Image).findOneBy({ id: config.imageId });
       // A disabled image, or one changed since to mount per-user volumes, gets no new staged workspaces.
       if (!image || !image.enabled || mountsPerUser(image)) return;
-      for (let missing = config.numSessions - pool.length; missing > 0; missing--) {
+      const missing = config.numSessions - pool.length;
+      if (missing <= 0) return;
+      if (!licensed) {
+        this.licenseShort(config.id, 'feature', 'the license in force does not include session_staging; nothing new is staged (the pool drains as it is used and expires)');
+        return;
+      }
+      for (let left = missing; left > 0; left--) {
         const id = await this.recordStaged(tx, config, image);
         if (!id) break;
         created.push(id);
       }
+      if (created.length === missing) this.shortBy.delete(config.id);
     });
     // After commit: a lost enqueue leaves a `starting` row that the reaper re-enqueues under the same job id.
     for (const id of created) await this.jobs.enqueue('workspace.provision', { workspaceId: id }, { jobId: jobId.provision(id) });
     return { created: created.length, destroyed };
   }
 
-  /** A staged workspace row on a server of the config's zone, or null when no server there has room. */
+  /**
+   * A staged workspace row on a server of the config's zone, or null when the license's session limit is reached
+   * or no server there has room. The seat first: its lock comes before placement's, as in every launch.
+   */
   private async recordStaged(tx: EntityManager, config: StagingConfig, image: Image): Promise<string | null> {
+    try {
+      await this.entitlements.reserveSessionCapacity(tx);
+    } catch (err) {
+      if (err instanceof ApiError && err.code === ErrorCode.Conflict) {
+        this.licenseShort(config.id, 'limit', `${err.message}; the pool stays short until sessions end`);
+        return null;
+      }
+      throw err;
+    }
     let serverId: string;
     try {
       serverId = (await reserveServer(tx, image, { zoneId: config.zoneId })).id;
@@ -108,5 +137,12 @@ export class StagingReconciler {
       stagingConfigId: config.id, startDate: start, keepaliveDate: start, expirationDate: addSeconds(start, Number(config.expiration) * 3600), destroyedAt: null, destroyReason: null,
     });
     return id;
+  }
+
+  /** Logs why the license leaves a pool short, once per config and reason (the next runs say nothing new). */
+  private licenseShort(stagingConfigId: string, reason: 'feature' | 'limit', message: string): void {
+    if (this.shortBy.get(stagingConfigId) === reason) return;
+    this.shortBy.set(stagingConfigId, reason);
+    this.logger.warn(`staging config ${stagingConfigId}: ${message}`);
   }
 }

@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { addSeconds, ApiError, ErrorCode, newId, parseId, toWireId } from '@ws/common';
 import { DEFAULT_CLIENT_SETTINGS } from '@ws/groups/group-settings';
 import { Image } from '@ws/images/image.entity';
+import { Entitlements } from '@ws/licensing/entitlements';
 import { JobProducer } from '@ws/queue';
 import { Server } from '@ws/servers/server.entity';
 import { SessionTokensService } from '@ws/users/session-tokens.service';
@@ -30,6 +31,7 @@ export class StagingService implements OnModuleInit {
     private readonly jobs: JobProducer,
     private readonly claimSlot: StagedClaimSlot,
     private readonly launchCommands: LaunchCommands,
+    private readonly entitlements: Entitlements,
   ) {}
 
   onModuleInit(): void {
@@ -45,7 +47,9 @@ export class StagingService implements OnModuleInit {
     return (await this.views([await this.find(stagingConfigId)]))[0];
   }
 
+  /** Creating and changing pools needs the license's session_staging (403); reading and deleting them never does. */
   async create(fields: NewStagingConfig): Promise<StagingConfigView> {
+    await this.entitlements.assertFeature('session_staging', 'Session staging');
     const { zone, image } = await this.checkPlacement(fields.zone_id, fields.image_id);
     const config = this.db.getRepository(StagingConfig).create({
       id: newId(), zoneId: zone.id, imageId: image.id, numSessions: fields.num_sessions, expiration: fields.expiration,
@@ -57,6 +61,7 @@ export class StagingService implements OnModuleInit {
   }
 
   async update(changes: StagingConfigChanges): Promise<StagingConfigView> {
+    await this.entitlements.assertFeature('session_staging', 'Session staging');
     const config = await this.find(changes.staging_config_id);
     const { zone, image } = await this.checkPlacement(changes.zone_id ?? config.zoneId, changes.image_id ?? config.imageId);
     const set: Omit<Partial<StagingConfig>, 'zone' | 'image'> = { zoneId: zone.id, imageId: image.id };
@@ -87,6 +92,8 @@ export class StagingService implements OnModuleInit {
    * user's, in one transaction: a SKIP LOCKED pick (concurrent requests on any replica never share one) and
    * the lifecycle owner's `assign` (owner, sharing, keepalive and expiry from the user's group, and the
    * `assigned` event whose subscriber refills the pool). Then the session token and the image's go command.
+   * Claims reserve no seat (a staged workspace is counted from its staging) and need no session_staging: a pool
+   * left from a lapsed license is handed out until it is empty.
    */
   async claim({ user, image, settings, request }: StagedClaimInput): Promise<StagedClaimResult | null> {
     if (!canServeFromStaging(image, request)) return null;

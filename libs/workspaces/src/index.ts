@@ -20,3 +20,4 @@ export * from './workspace-access.service';
 export * from './stream-stats.service';
 export * from './workspace-lookup';
 export * from './workspace-profiles.service';
+export * from './workspace-egress.service';

@@ -5,6 +5,8 @@ import { addSeconds, ApiError, ErrorCode, newId, randomSecret, toWireId } from '
 import type { EffectiveGroupSettings } from '@ws/groups/group-settings';
 import { Image } from '@ws/images/image.entity';
 import { ImagesService } from '@ws/images/images.service';
+import { GroupsService } from '@ws/groups/groups.service';
+import { Entitlements } from '@ws/licensing/entitlements';
 import { JobProducer, jobId } from '@ws/queue';
 import { SessionToken } from '@ws/users/session-token.entity';
 import { IssuedToken, SessionTokensService } from '@ws/users/session-tokens.service';
@@ -16,6 +18,7 @@ import { reserveServer } from './placement';
 import { StagedClaimSlot } from './staged-claim';
 import { Workspace } from './workspace.entity';
 import { connectPath, operationalStatus } from './workspace.mappers';
+import { WorkspaceEgress } from './workspace-egress.service';
 import { WorkspaceLifecycle } from './workspace-lifecycle.service';
 import { WorkspaceProfiles } from './workspace-profiles.service';
 import { WorkspaceSettings } from './workspace-settings.service';
@@ -48,6 +51,8 @@ export interface LaunchContext {
   image?: Image;
   /** The persistent profile's location when the workspace loads and saves one (modes Enabled and Reset), else null. */
   profileLocation?: string | null;
+  /** The user's groups (ids), for an egress credential attached to one of them; set by the egress step when asked. */
+  groupIds?: string[];
   issued?: IssuedToken;
   workspace?: Workspace;
   /** Set by a step that serves the request itself (a staged workspace claimed): the steps after it do not run. */
@@ -68,8 +73,8 @@ function need<T>(value: T | undefined, what: string): T {
 
 /**
  * request_workspace as a short pipeline of named steps (libs/workspaces/README.md):
- * check request → resolve user → effective settings → image → limits → claim staged → token → place and
- * record → enqueue provision. Slow work (the container) is the worker's; this decides and records.
+ * check request → resolve user → effective settings → image → limits → persistent profile → egress → claim
+ * staged → token → place and record → enqueue provision. Slow work (the container) is the worker's; this decides and records.
  */
 @Injectable()
 export class WorkspaceLaunch {
@@ -85,14 +90,18 @@ export class WorkspaceLaunch {
     private readonly lifecycle: WorkspaceLifecycle,
     private readonly jobs: JobProducer,
     private readonly profiles: WorkspaceProfiles,
+    private readonly entitlements: Entitlements,
+    private readonly egress: WorkspaceEgress,
+    private readonly groups: GroupsService,
   ) {
     this.steps = [
       { name: 'check request', run: async (l) => this.checkRequest(l) },
       { name: 'resolve user', run: (l) => this.resolveUser(l) },
       { name: 'effective settings', run: (l) => this.effectiveSettings(l) },
       { name: 'image', run: (l) => this.resolveImage(l) },
-      { name: 'limits', run: async (l) => this.checkLimits(l) },
+      { name: 'limits', run: (l) => this.checkLimits(l) },
       { name: 'persistent profile', run: (l) => this.persistentProfile(l) },
+      { name: 'egress', run: (l) => this.checkEgress(l) },
       { name: 'claim staged', run: (l) => this.claimStaged(l) },
       { name: 'token', run: (l) => this.issueToken(l) },
       { name: 'place and record', run: (l) => this.placeAndRecord(l) },
@@ -118,7 +127,6 @@ export class WorkspaceLaunch {
   /** What a container image cannot take at all. */
   private checkRequest({ request }: LaunchContext): void {
     if (request.connection_info) throw new ApiError(ErrorCode.InvalidRequest, 'connection_info applies to RDP, VNC and SSH server sessions, not to container images');
-    if (request.egress_gateway_id) throw ApiError.invalidId('egress_gateway_id', request.egress_gateway_id);
   }
 
   /** The request's user, loaded once for the whole launch, or a new anonymous one. */
@@ -147,13 +155,29 @@ export class WorkspaceLaunch {
     launch.image = await this.images.find(fallback);
   }
 
-  /** What the image and the user's settings allow. */
-  private checkLimits(launch: LaunchContext): void {
+  /** What the image, the user's settings and the license allow (the session limit is held in "place and record"). */
+  private async checkLimits(launch: LaunchContext): Promise<void> {
     const image = need(launch.image, 'image');
     if (!image.enabled) throw new ApiError(ErrorCode.InvalidRequest, `Image (${toWireId(image.id)}) is disabled`);
-    if (launch.request.enable_sharing && !need(launch.settings, 'settings').clientSettings.allow_workspace_sharing) {
-      throw new ApiError(ErrorCode.Forbidden, 'Sharing is not allowed for this user (client setting allow_workspace_sharing)');
+    if (launch.request.enable_sharing) {
+      await this.entitlements.assertFeature('session_sharing', 'Workspace sharing');
+      if (!need(launch.settings, 'settings').clientSettings.allow_workspace_sharing) {
+        throw new ApiError(ErrorCode.Forbidden, 'Sharing is not allowed for this user (client setting allow_workspace_sharing)');
+      }
     }
+  }
+
+  /**
+   * egress_gateway_id: the gateway exists and the user may use it (a credential of its provider on the user, one
+   * of their groups or the image), checked before anything is recorded (400, 403, 409). The connection itself is
+   * reserved in "place and record". A staged workspace never serves such a request (its container already started).
+   */
+  private async checkEgress(launch: LaunchContext): Promise<void> {
+    const gatewayId = launch.request.egress_gateway_id;
+    if (!gatewayId) return;
+    const user = need(launch.user, 'user');
+    launch.groupIds = ((await this.groups.groupsOf([user.id])).get(user.id) ?? []).map((g) => g.id);
+    await this.egress.check({ workspaceId: newId(), userId: user.id, groupIds: launch.groupIds, imageId: need(launch.image, 'image').id, gatewayId });
   }
 
   /** Whether the workspace uses a persistent profile, and where (WorkspaceProfiles.decide: 403, 400, 409). */
@@ -185,7 +209,11 @@ export class WorkspaceLaunch {
     launch.issued = await this.tokens.createFor(need(launch.user, 'user'), { workspace_id: launch.workspace.id });
   }
 
-  /** Reserves capacity on a server and records the workspace (`starting`, event `requested`) in one transaction. */
+  /**
+   * One transaction, its locks always in this order (no deadlock between launches, staging and the outbox): a
+   * seat under the license's session limit (a deployment-wide advisory lock: keep this transaction short), a
+   * server with room, the egress connection when asked, then the workspace row (`starting`, event `requested`).
+   */
   private async placeAndRecord(launch: LaunchContext): Promise<void> {
     const { request: body } = launch;
     const user = need(launch.user, 'user');
@@ -197,13 +225,20 @@ export class WorkspaceLaunch {
     const profile = image.persistentProfilePath && body.persistent_profile_mode !== undefined ? body.persistent_profile_mode : null;
     try {
       launch.workspace = await this.db.transaction(async (tx) => {
+        await this.entitlements.reserveSessionCapacity(tx);
         const server = await reserveServer(tx, image);
+        const egress = body.egress_gateway_id
+          ? await this.egress.reserve(tx, { workspaceId, userId: user.id, groupIds: launch.groupIds ?? [], imageId: image.id, gatewayId: body.egress_gateway_id })
+          : null;
         return this.lifecycle.record(tx, {
           id: workspaceId, userId: user.id, imageId: image.id, serverId: server.id, operationalMessage: 'Waiting for a worker', operationalProgress: 0,
           containerId: null, containerIp: null, hostPorts: {}, cores: image.cores, memory: image.memory, token: randomSecret(32), viewOnlyToken: randomSecret(32),
           shareId: randomSecret(16), sharingEnabled: body.enable_sharing ?? false, environment: body.environment ?? {}, sessionTokenId: issued.token.id,
           clientSettingsOverride: launch.inputs.clientSettingsOverride ?? {},
-          launchOptions: { clientLanguage: body.client_language, clientTimezone: body.client_timezone, workspaceUrl: body.workspace_url, containerNetwork: launch.inputs.containerNetwork },
+          launchOptions: {
+            clientLanguage: body.client_language, clientTimezone: body.client_timezone, workspaceUrl: body.workspace_url, containerNetwork: launch.inputs.containerNetwork,
+            ...(egress ? { egressGatewayId: egress.gateway.id } : {}),
+          },
           persistentProfileMode: profile, isPersistentProfile: profile !== null && profile !== 'Disabled', profileLocation: launch.profileLocation ?? null,
           startDate: start, keepaliveDate: start, expirationDate: addSeconds(start, settings.keepaliveExpiration), destroyedAt: null, destroyReason: null,
         });

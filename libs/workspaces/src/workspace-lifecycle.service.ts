@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import type { DestroyReason } from '@ws/queue';
+import { EgressConnections } from '@ws/egress';
 import { appendWorkspaceEvents, PendingEvent } from './events/outbox';
 import { LIVE_STATUSES, Workspace, WorkspaceStatus } from './workspace.entity';
 
@@ -35,7 +36,10 @@ export type NewWorkspace = Partial<Omit<Workspace, 'status' | 'createdAt' | 'upd
  */
 @Injectable()
 export class WorkspaceLifecycle {
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly egress: EgressConnections,
+  ) {}
 
   /** A new workspace (`starting`) and its `requested` event, inside the caller's transaction (placement reserved the server in it). */
   async record(tx: EntityManager, fields: NewWorkspace): Promise<Workspace> {
@@ -84,12 +88,19 @@ export class WorkspaceLifecycle {
     });
   }
 
-  /** → deleted, once its container is gone; the row stays as history (with `note` after "Removed", e.g. why a profile was not saved). */
+  /**
+   * → deleted, once its container is gone; the row stays as history (with `note` after "Removed", e.g. why a
+   * profile was not saved). Its egress connection is released in the same transaction, whether or not this call
+   * made the change (idempotent: a destroy retried after a worker died mid-way releases it all the same).
+   */
   destroyed(workspaceId: string, note?: string): Promise<boolean> {
-    return this.apply({
-      workspaceId, from: LIVE_STATUSES, to: 'deleted',
-      set: { destroyedAt: new Date(), operationalProgress: 100, operationalMessage: note ? `Removed. ${note}` : 'Removed' },
-      events: [{ type: 'destroyed', payload: { status: 'deleted' } }],
+    return this.db.transaction(async (tx) => {
+      await this.egress.release(tx, workspaceId); // before the outbox, whose lock comes last in every transaction
+      return this.applyIn(tx, {
+        workspaceId, from: LIVE_STATUSES, to: 'deleted',
+        set: { destroyedAt: new Date(), operationalProgress: 100, operationalMessage: note ? `Removed. ${note}` : 'Removed' },
+        events: [{ type: 'destroyed', payload: { status: 'deleted' } }],
+      });
     });
   }
 

@@ -12,6 +12,7 @@ import { WorkspaceLifecycle } from './workspace-lifecycle.service';
 import { WorkspaceTeardown } from './workspace-teardown.service';
 import { runStartCommands } from './launch-commands';
 import { ProfileStoreError, WorkspaceProfiles } from './workspace-profiles.service';
+import { WorkspaceEgress } from './workspace-egress.service';
 
 const RFB_TIMEOUT_MS = 60_000;
 /**
@@ -40,6 +41,7 @@ export class WorkspaceRuntime {
     private readonly jobs: JobProducer,
     private readonly config: AppConfig,
     private readonly profiles: WorkspaceProfiles,
+    private readonly egress: WorkspaceEgress,
   ) {}
 
   /**
@@ -54,8 +56,10 @@ export class WorkspaceRuntime {
     if (!image || !server) return this.fail(workspace, 'The workspace has no image or server');
     const host = this.hosts.get(server);
     try {
+      // The egress gateway and credential win over the request's variables of the same names (README, "Egress").
+      const environment = { ...workspace.environment, ...(await this.egress.environmentOf(workspace)) };
       const spec = buildContainerSpec({
-        workspace, image, server, user: workspace.user, allowedSecurityOpts: this.config.WORKSPACE_SECURITY_OPTS_ALLOWED, deploymentId: this.config.DEPLOYMENT_ID, environment: workspace.environment,
+        workspace, image, server, user: workspace.user, allowedSecurityOpts: this.config.WORKSPACE_SECURITY_OPTS_ALLOWED, deploymentId: this.config.DEPLOYMENT_ID, environment,
         workspaceUrl: workspace.launchOptions.workspaceUrl, clientLanguage: workspace.launchOptions.clientLanguage, clientTimezone: workspace.launchOptions.clientTimezone,
         network: workspace.launchOptions.containerNetwork,
       });

@@ -49,7 +49,11 @@ export class Workspace {
   /** The owner's session token this workspace's links are signed with; renewed by get_workspace_status. */
   @Column('uuid', { nullable: true }) sessionTokenId!: string | null;
   /** Settings of the request that the container is built from (client language, browser url …). */
-  @Column('jsonb', { default: () => "'{}'" }) launchOptions!: { clientLanguage?: string; clientTimezone?: string; workspaceUrl?: string; containerNetwork?: string };
+  @Column('jsonb', { default: () => "'{}'" }) launchOptions!: {
+    clientLanguage?: string; clientTimezone?: string; workspaceUrl?: string; containerNetwork?: string;
+    /** The egress gateway the container joins (its connection is the egress_connections row of this workspace). */
+    egressGatewayId?: string;
+  };
   @Index({ unique: true }) @Column('text') shareId!: string;
   @Column('boolean', { default: false }) sharingEnabled!: boolean;
   @Column('jsonb', { default: () => "'{}'" }) environment!: Record<string, string>;

@@ -1,0 +1,62 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager } from 'typeorm';
+import { EgressConnection, EgressConnections, egressEnvironment, EgressReservation, EgressReservationRequest } from '@ws/egress';
+import { PermanentFailure } from '@ws/queue';
+
+/** Thrown inside the check's transaction to roll its trial reservation back. */
+class TrialReservation extends Error {}
+
+/**
+ * A workspace's egress connection over its life (libs/workspaces/README.md, "Egress"): checked before the
+ * launch records anything, reserved in the "place and record" transaction, handed to the container as
+ * EGRESS_* environment variables at provision, released in the transaction that marks the workspace deleted.
+ * The rules (which credential, the connection limit) are EgressConnections'.
+ */
+@Injectable()
+export class WorkspaceEgress {
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly connections: EgressConnections,
+  ) {}
+
+  /**
+   * The launch's early check, with the reservation's own rules: 400 unknown gateway, 403 no usable credential,
+   * 409 every usable credential at its limit. A trial reservation, rolled back: the real one is made again in
+   * "place and record", where the limit is held under concurrency.
+   */
+  async check(request: EgressReservationRequest): Promise<void> {
+    try {
+      await this.db.transaction(async (tx) => {
+        await this.connections.reserve(tx, request);
+        throw new TrialReservation();
+      });
+    } catch (err) {
+      if (!(err instanceof TrialReservation)) throw err;
+    }
+  }
+
+  /** Inside the launch's transaction, before the workspace row is recorded. */
+  reserve(tx: EntityManager, request: EgressReservationRequest): Promise<EgressReservation> {
+    return this.connections.reserve(tx, request);
+  }
+
+  /** Idempotent; in the transaction that marks the workspace deleted, so a removed workspace never holds a connection. */
+  release(tx: EntityManager, workspaceId: string): Promise<boolean> {
+    return this.connections.release(tx, workspaceId);
+  }
+
+  /**
+   * The container's egress variables (empty without egress). A workspace launched with a gateway whose
+   * connection is gone (its credential or gateway deleted since) cannot start as asked: a permanent failure.
+   */
+  async environmentOf(workspace: { id: string; launchOptions: { egressGatewayId?: string } }): Promise<Record<string, string>> {
+    if (!workspace.launchOptions.egressGatewayId) return {};
+    const connection = await this.db.getRepository(EgressConnection).findOne({
+      where: { workspaceId: workspace.id }, relations: { credential: { provider: true }, gateway: true },
+    });
+    if (!connection?.credential?.provider) throw new PermanentFailure('The egress credential of this workspace was deleted before it started');
+    if (!connection.gateway) throw new PermanentFailure('The egress gateway of this workspace was deleted before it started');
+    return egressEnvironment({ credential: connection.credential, gateway: connection.gateway, provider: connection.credential.provider });
+  }
+}
