@@ -111,9 +111,19 @@ export class WorkspaceLaunch {
 
   async request(request: RequestWorkspaceRequest, inputs: LaunchInputs = {}): Promise<LaunchAnswer> {
     const launch: LaunchContext = { request, inputs };
-    for (const step of this.steps) {
-      await step.run(launch);
-      if (launch.answer) return launch.answer;
+    let step: LaunchStep | undefined;
+    try {
+      for (step of this.steps) {
+        await step.run(launch);
+        if (launch.answer) return launch.answer;
+      }
+    } catch (err) {
+      // Refused by a check, before anything was claimed or recorded: a user made only for this request goes (the
+      // claim, "place and record" and the withdrawal clean up after themselves).
+      if (launch.user?.anonymous && step && this.steps.indexOf(step) < this.steps.findIndex((s) => s.name === 'claim staged')) {
+        await this.db.getRepository(User).delete({ id: launch.user.id }).catch(() => undefined);
+      }
+      throw err;
     }
     const user = need(launch.user, 'user');
     const workspace = need(launch.workspace, 'workspace');
