@@ -61,7 +61,8 @@ describe('egress credentials', () => {
   }
 
   beforeAll(async () => {
-    api = await TestApi.start();
+    // More connections than the concurrent launches of the limit test, so all of them are in flight at once.
+    api = await TestApi.start({ DATABASE_POOL_SIZE: 14 });
     db = api.app.get(DataSource);
     admin = await api.key(['Global Admin']);
     Object.assign(process.env, { DATABASE_NAME: api.config.DATABASE_NAME, REDIS_PREFIX: api.config.REDIS_PREFIX, LOG_LEVEL: 'error' });
@@ -128,6 +129,10 @@ describe('egress credentials', () => {
       const password = await update(admin, { egress_credential_id: first.egress_credential_id, password: 'n3w' });
       expect(password.body.egress_credentials[0].password).toBe(MASK);
       expect((await stored(first.egress_credential_id)).password).toBe('n3w');
+      // A masked value where nothing is stored cannot be kept: the secret itself is needed.
+      const nothingStored = await update(admin, { egress_credential_id: first.egress_credential_id, mesh_key: MASK });
+      expect(nothingStored.status).toBe(400);
+      expect(nothingStored.body.error_message).toMatch(/mesh_key is only asterisks \(a masked value\) and none is stored/);
       // Dashed ids are accepted too.
       const dashed = await update(admin, { egress_credential_id: parseId(first.egress_credential_id), enabled: false });
       expect(dashed.body.egress_credentials[0]).toEqual(expect.objectContaining({ egress_credential_id: first.egress_credential_id, enabled: false }));
@@ -385,10 +390,18 @@ describe('egress credentials', () => {
         limit_active_connections: true, active_connection_limit: limit,
       });
       const workspaceIds = Array.from({ length: attempts }, () => newId());
-      const results = await Promise.allSettled(workspaceIds.map((w) => reserveFor(w)));
-      const won = results.filter((r) => r.status === 'fulfilled');
+      // Every launch holds its own connection and transaction before any reserves, so all of them race on the count.
+      let arrived = 0;
+      let allArrived!: () => void;
+      const barrier = new Promise<void>((resolve) => (allArrived = resolve));
+      const results = await Promise.allSettled(workspaceIds.map((workspaceId) => db.transaction(async (tx) => {
+        await tx.query('SELECT 1');
+        if (++arrived === attempts) allArrived();
+        await barrier;
+        return connections.reserve(tx, { workspaceId, userId: parseId(ids.user), groupIds: [parseId(ids.group) as string], imageId: parseId(ids.otherImage) as string, gatewayId: toWireId(gwM.id) });
+      })));
       const lost = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
-      expect(won).toHaveLength(limit);
+      expect(results.filter((r) => r.status === 'fulfilled').length).toBe(limit);
       expect(lost.map((r) => [r.reason.code, r.reason.message])).toEqual(
         Array.from({ length: attempts - limit }, () => ['conflict', expect.stringMatching(/^Egress connection limit reached for the gateway exit-1 \(team mesh: 3 of 3\)$/)]),
       );

@@ -202,7 +202,12 @@ export class EgressCredentials {
     for (const [wire, property] of Object.entries(SECRET_FIELDS) as Array<[keyof typeof SECRET_FIELDS, (typeof SECRET_FIELDS)[keyof typeof SECRET_FIELDS]]>) {
       const value = changes[wire];
       const kept = existing?.[property] ?? null;
-      result[property] = value === undefined || (typeof value === 'string' && MASKED.test(value) && kept !== null) ? kept : value;
+      if (typeof value === 'string' && MASKED.test(value)) {
+        if (kept === null) throw invalid(`${FIELD}.${wire} is only asterisks (a masked value) and none is stored: send the secret itself`);
+        result[property] = kept;
+      } else {
+        result[property] = value === undefined ? kept : value;
+      }
     }
     const missing = REQUIRED_CREDENTIAL_FIELDS[provider.type].filter((wire) => !result[PROPERTY_OF[wire]]);
     if (missing.length) {
