@@ -12,7 +12,7 @@ import { closeContext } from '../../apps/cli/src/context';
 import { runCli as cli } from './cli-runner';
 import { HEX32, TestApi, TestKey } from './harness';
 
-const BASE: Permission[] = ['Egress Credentials Modify', 'Egress Credentials Delete', 'Egress Providers Modify'];
+const BASE: Permission[] = ['Egress Credentials Create', 'Egress Credentials Modify', 'Egress Credentials Delete', 'Egress Providers Modify'];
 const MASK = '********';
 
 describe('egress credentials', () => {
@@ -299,6 +299,15 @@ describe('egress credentials', () => {
       expect((await update(await keyWith(needed), { egress_credential_id: id, name: 'x' })).status).toBe(200);
       expect((await remove(await keyWith(needed), { egress_provider_mapping_id: id })).status).toBe(200);
       expect(await db.getRepository(EgressCredential).countBy({ id: parseId(id) as string })).toBe(0);
+    });
+
+    it('creating (no egress_credential_id) also needs Egress Credentials Create; changing does not', async () => {
+      const modifyOnly = await api.key([...closure(['Egress Credentials Modify', 'Egress Providers Modify', 'Images Modify'])]);
+      const refused = await update(modifyOnly, vpnCredential({ image_id: ids.image }));
+      expect(refused.status).toBe(403);
+      expect(refused.body.error_message).toBe('Missing permissions (no egress_credential_id: the credential is created): Egress Credentials Create');
+      const existing = await created(vpnCredential({ image_id: ids.image }));
+      expect((await update(modifyOnly, { egress_credential_id: existing.egress_credential_id, name: 'changed' })).status).toBe(200);
     });
 
     it('checks the attachment before and after a change', async () => {

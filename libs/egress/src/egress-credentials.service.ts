@@ -34,7 +34,8 @@ const invalid = (message: string) => new ApiError(ErrorCode.InvalidRequest, mess
 
 /**
  * update_egress_credential (an upsert) and delete_egress_provider_mapping, and the operator CLI's listing. The
- * conditional permissions (by what the credential is attached to, before and after the change) are checked here.
+ * conditional permissions (by what the credential is attached to, before and after the change; Egress
+ * Credentials Create when the upsert creates) are checked here.
  */
 @Injectable()
 export class EgressCredentials {
@@ -52,6 +53,7 @@ export class EgressCredentials {
     return this.db.transaction(async (tx) => {
       const existing = changes.egress_credential_id === undefined ? null : await this.lockCredential(tx, changes.egress_credential_id, 'egress_credential_id');
       if (existing) await this.requireOwnerAccess(tx, caller, await this.ownerOf(tx, existing));
+      else this.access.require(caller, ['Egress Credentials Create'], 'no egress_credential_id: the credential is created');
 
       const provider = await this.resolveProvider(tx, changes.egress_provider_id ?? existing?.providerId ?? null, changes.egress_provider_id !== undefined);
       const owner = await this.resolveOwner(tx, changes, existing);
