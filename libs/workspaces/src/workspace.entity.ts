@@ -25,6 +25,8 @@ export const LIVE_STATUSES: WorkspaceStatus[] = ['starting', 'running', 'stoppin
 @Index(['serverId', 'status'])
 // Exclusivity of persistent profiles: one live workspace per profile location (the launch checks first, for a clear 409).
 @Index(PROFILE_LOCATION_INDEX, ['profileLocation'], { unique: true, where: "profile_location IS NOT NULL AND status <> 'deleted'" })
+// The license's seat count (live rows, staged included) under its deployment-wide lock: cheap however long the history.
+@Index('ix_workspaces_live_status', ['status'], { where: "status <> 'deleted'" })
 export class Workspace {
   @PrimaryColumn('uuid') id!: string;
   /** Null once the owner is deleted (the row stays as history). */
