@@ -184,9 +184,13 @@ describe('license enforcement', () => {
     expect(await live()).toBe(5);
   });
 
-  it('a license without the features: staging, casting, sharing and usage limits refused; an existing pool is not refilled', async () => {
+  it('a license without the features: staging, casting, sharing and usage limits refused; an existing pool drains, not refilled', async () => {
     await apply({ limit: 50, features: ['session_staging', 'session_casting', 'session_sharing', 'usage_limit'] });
     const config = (await api.call('create_staging_config', admin, { target_staging_config: { zone_id: zoneId, image_id: stagedImageId, num_sessions: 2, expiration: 1 } })).body.staging_config;
+    const dashed = (config.staging_config_id as string).replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5');
+    expect(await api.app.get(StagingReconciler).reconcile(dashed)).toEqual({ created: 2, destroyed: 0 });
+    await db.query(`UPDATE workspaces SET status = 'running' WHERE staging_config_id = $1 AND status = 'starting'`, [dashed]);
+    const unassignedStaged = async () => Number((await db.query(`SELECT count(*) AS n FROM workspaces WHERE staging_config_id IS NOT NULL AND user_id IS NULL AND status <> 'deleted'`))[0].n);
     const cast = await api.call('create_cast_config', admin, {
       target_cast_config: { casting_config_name: 'Kiosk', image_id: imageId, key: `kiosk-${randomSecret(4)}`, allow_anonymous: true, error_url: 'https://example.test/sorry' },
     });
@@ -200,9 +204,14 @@ describe('license enforcement', () => {
     expect(stagingRefused.status).toBe(403);
     expect(stagingRefused.body.error_message).toBe(`Session staging requires a license with the session_staging feature; ${standing}`);
     expect((await api.call('create_staging_config', admin, { target_staging_config: { zone_id: zoneId, image_id: stagedImageId, num_sessions: 1, expiration: 1 } })).status).toBe(403);
-    // The pool is not refilled: the reconciler stages nothing (and does not fail).
+    // What is staged is still handed out (its seat is taken already), but the pool is not refilled: the
+    // reconciler stages nothing (and does not fail).
+    const claimed = await requestWorkspace({ image_id: stagedImageId });
+    expect(claimed.status).toBe(200);
+    expect(claimed.body.status).toBe('running');
+    expect(await unassignedStaged()).toBe(1);
     await expect(api.app.get(StagingReconciler).reconcile()).resolves.toEqual({ created: 0, destroyed: 0 });
-    expect(Number((await db.query(`SELECT count(*) AS n FROM workspaces WHERE staging_config_id IS NOT NULL AND status <> 'deleted'`))[0].n)).toBe(0);
+    expect(await unassignedStaged()).toBe(1);
     // Reading and deleting a config stays allowed.
     expect((await api.call('delete_staging_config', admin, { target_staging_config: { staging_config_id: config.staging_config_id } })).status).toBe(200);
 
