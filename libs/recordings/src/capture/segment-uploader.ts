@@ -1,4 +1,5 @@
-import { createReadStream, existsSync } from 'node:fs';
+import { existsSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { ObjectStore, openStore, StorageSettings } from '@ws/storage';
@@ -8,9 +9,22 @@ export type UploadSegment = (key: string, path: string) => Promise<{ size: numbe
 
 export const SEGMENT_CONTENT_TYPE = 'application/octet-stream';
 
+/**
+ * Stores a spool file. Opened before the store sees it: a stream left to open the file itself would emit a
+ * missing file's error before the store listens, and an unhandled stream error ends the process.
+ */
+export async function putSpoolFile(store: ObjectStore, key: string, path: string): Promise<{ size: number }> {
+  const file = await open(path, 'r');
+  try {
+    return await store.put(key, file.createReadStream({ autoClose: false }), { contentType: SEGMENT_CONTENT_TYPE });
+  } finally {
+    await file.close();
+  }
+}
+
 /** Uploads on the calling thread (tests run the sources, where no compiled thread script exists). */
 export function uploadInProcess(store: ObjectStore): UploadSegment {
-  return async (key, path) => store.put(key, createReadStream(path), { contentType: SEGMENT_CONTENT_TYPE });
+  return (key, path) => putSpoolFile(store, key, path);
 }
 
 interface UploadRequest {

@@ -141,6 +141,10 @@ describe('SessionRecorder', () => {
     expect(rows.finished).toBeNull();
   });
 
+  it('a spool file that vanished is a failed upload, not an unhandled stream error', async () => {
+    await expect(uploadInProcess(store)('k/segment-000000.wsrc', join(spoolDir, 'gone.wsrc'))).rejects.toThrow(/ENOENT/);
+  });
+
   it('a session that ends before its first frame stores nothing', async () => {
     const rows = new RowLedger();
     const r = recorder(rows);

@@ -19,6 +19,7 @@ export interface RecorderLimits {
 }
 
 const STAGING_BYTES = 256 * 1024;
+const SPARE_STAGING_BUFFERS = 8;
 
 export const DEFAULT_RECORDER_LIMITS: Omit<RecorderLimits, 'segmentBytes' | 'segmentMs'> = {
   maxSpoolBacklogBytes: 64 * 1024 * 1024,
@@ -72,8 +73,9 @@ export class SessionRecorder implements RfbSessionRecorder {
   private state: RecorderState = 'recording';
   private segment: OpenSegment | null = null;
   /** Records not yet handed to the current segment's stream (at most STAGING_BYTES; lost only if the process dies). */
-  private staging = Buffer.allocUnsafe(STAGING_BYTES);
+  private staging: Buffer = Buffer.allocUnsafe(STAGING_BYTES);
   private staged = 0;
+  private readonly spare: Buffer[] = [];
   private nextSegment = 0;
   private serverRecords = 0;
   private pendingUploads = 0;
@@ -163,11 +165,15 @@ export class SessionRecorder implements RfbSessionRecorder {
     }
   }
 
-  /** Hands the gathered records to the spool file (the stream owns that buffer from now on). */
+  /**
+   * Hands the gathered records to the spool file. The buffer is reused once written: allocating a fresh one per
+   * flush made the garbage collector the largest cost of recording at 100 MiB/s.
+   */
   private flush(segment: OpenSegment): void {
     if (this.staged === 0) return;
-    segment.stream.write(this.staging.subarray(0, this.staged));
-    this.staging = Buffer.allocUnsafe(STAGING_BYTES);
+    const full = this.staging;
+    segment.stream.write(full.subarray(0, this.staged), () => this.spare.length < SPARE_STAGING_BUFFERS && this.spare.push(full));
+    this.staging = this.spare.pop() ?? Buffer.allocUnsafe(STAGING_BYTES);
     this.staged = 0;
   }
 

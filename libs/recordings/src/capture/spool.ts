@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { mkdir, open, readdir, readFile, rm, unlink, writeFile } from 'node:fs/promises';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -8,6 +7,7 @@ import type { ObjectStore } from '@ws/storage';
 import { CAPTURE_MAGIC, CaptureRecordKind, RECORD_HEADER_BYTES, recordHeader, segmentKey } from '../capture-format';
 import type { SessionRecording } from '../session-recording.entity';
 import type { CaptureOutcome } from './capture-rows';
+import { putSpoolFile } from './segment-uploader';
 
 /**
  * Who writes a spool directory: the recovery at the next start takes only directories of its own deployment
@@ -169,7 +169,7 @@ async function recoverOne(id: string, dir: string, options: SpoolRecoveryOptions
   let captureBytes = row.captureBytes;
   for (const segment of pending) {
     if (segment !== last) await truncateTo(segment.path, segment.scan.validBytes);
-    const put = await store.put(segmentKey(row.capturePrefix, segmentCount), createReadStream(segment.path), { contentType: 'application/octet-stream' });
+    const put = await putSpoolFile(store, segmentKey(row.capturePrefix, segmentCount), segment.path);
     segmentCount++;
     captureBytes += put.size;
     if (!(await options.rows.segmentStored(id, segmentCount, captureBytes))) {
