@@ -8,7 +8,7 @@ import { waitFor } from './harness';
 
 const ROOT = resolve(__dirname, '../..');
 /** Compiled worker entry point: `npm test` builds dist/ first; WS_TEST_WORKER_JS points elsewhere while developing. */
-const WORKER_JS = resolve(ROOT, process.env.WS_TEST_WORKER_JS ?? 'dist/apps/worker/src/main.js');
+export const WORKER_JS = resolve(ROOT, process.env.WS_TEST_WORKER_JS ?? 'dist/apps/worker/src/main.js');
 
 /** A worker as a real child process (node on the compiled worker), so it can be SIGKILLed like a crashed one. */
 export class WorkerProcess {

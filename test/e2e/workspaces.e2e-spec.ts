@@ -7,6 +7,7 @@ import { ServersService } from '@ws/servers';
 import { WorkspaceRuntime } from '@ws/workspaces';
 import { ZonesService } from '@ws/zones';
 import { desktopImage, HEX32, localDocker, TestApi, TestKey, TIMESTAMP, waitFor } from './harness';
+import { WORKER_JS } from './worker-processes';
 
 describe('workspace lifecycle on a real Docker engine', () => {
   let api: TestApi;
@@ -249,7 +250,7 @@ describe('workspace lifecycle on a real Docker engine', () => {
       WORKER_LOCK_MS: '3000', LOG_LEVEL: 'warn',
     };
     const db = api.app.get(DataSource);
-    let child: ChildProcess | null = spawn(process.execPath, ['dist/apps/worker/src/main.js'], { cwd: `${__dirname}/../..`, env, stdio: 'inherit' });
+    let child: ChildProcess | null = spawn(process.execPath, [WORKER_JS], { cwd: `${__dirname}/../..`, env, stdio: 'inherit' });
     try {
       const r = (await api.call('request_workspace', key, { user_id: userId, image_id: imageId })).body;
       // Kill it once the container exists but before the workspace is recorded as running.
