@@ -16,7 +16,7 @@ export const SEGMENT_CONTENT_TYPE = 'application/octet-stream';
 export async function putSpoolFile(store: ObjectStore, key: string, path: string): Promise<{ size: number }> {
   const file = await open(path, 'r');
   try {
-    return await store.put(key, file.createReadStream({ autoClose: false }), { contentType: SEGMENT_CONTENT_TYPE });
+    return await store.put(key, file.createReadStream({ autoClose: false, highWaterMark: 1024 * 1024 }), { contentType: SEGMENT_CONTENT_TYPE });
   } finally {
     await file.close();
   }
