@@ -141,6 +141,16 @@ export class AppConfig {
    */
   @Matches(/^((auto_scaling|branding|session_staging|session_casting|log_forwarding|developer_api|inject_ssh_keys|saml|ldap|session_sharing|login_banner|url_categorization|usage_limit)(,(auto_scaling|branding|session_staging|session_casting|log_forwarding|developer_api|inject_ssh_keys|saml|ldap|session_sharing|login_banner|url_categorization|usage_limit))*)?$/, { message: 'must be comma-separated license feature names (or empty)' })
   UNLICENSED_FEATURES = 'developer_api,inject_ssh_keys,session_sharing,login_banner';
+
+  /**
+   * Largest file the control panel may upload into a workspace's ~/Uploads, MiB. A declared Content-Length above
+   * it is refused (413) before the body is read; uploads stream through, never held in memory.
+   */
+  @Transform(toInt) @IsInt() @Min(1) @Max(1_048_576) UPLOAD_MAX_MB = 1024;
+  /** Largest file of a workspace's ~/Downloads that may be downloaded, MiB (413 above); streamed, never held in memory. */
+  @Transform(toInt) @IsInt() @Min(1) @Max(1_048_576) DOWNLOAD_MAX_MB = 1024;
+  /** Most entries the Downloads list shows (the rest are left off and the answer says so). */
+  @Transform(toInt) @IsInt() @Min(1) @Max(10_000) DOWNLOAD_LIST_MAX = 500;
 }
 
 /** The entries of a comma-separated list (TRUSTED_PROXIES). */
