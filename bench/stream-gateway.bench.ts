@@ -21,6 +21,7 @@ import { Queue } from 'bullmq';
 import Redis from 'ioredis';
 import { parseId } from '@ws/common';
 import { dataSourceOptions } from '@ws/database';
+import { JOB_QUEUE } from '@ws/queue';
 import { DataSource } from 'typeorm';
 import { benchDeployment, desktopImage, freePort, listening, post, registerLocalDesktop, until, withSetupApi } from './harness';
 import { Transport } from './rfb-bench-client';
@@ -148,7 +149,7 @@ async function main(): Promise<void> {
     // The gateway reads the owner's record_sessions at each connection: each path's runs set it first.
     const recording = (on: boolean) => async () => void (await database.query('UPDATE groups SET record_sessions = $1', [on]));
     redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
-    conversions = new Queue('maintenance', { connection: redis, prefix: settings.REDIS_PREFIX });
+    conversions = new Queue(JOB_QUEUE['recording.convert'], { connection: redis, prefix: settings.REDIS_PREFIX });
     await conversions.pause();
 
     client = ClientProcess.start();

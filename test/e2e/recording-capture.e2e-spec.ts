@@ -7,7 +7,7 @@ import { DataSource } from 'typeorm';
 import { closeContext } from '../../apps/cli/src/context';
 import { AppConfig } from '@ws/common';
 import { ImagesService } from '@ws/images';
-import { jobId, JobProducer } from '@ws/queue';
+import { JOB_QUEUE, jobId, JobProducer } from '@ws/queue';
 import { CaptureRecord, CaptureRecordKind, CAPTURE_MAGIC, readCaptureRecords, recordHeader, SessionRecording } from '@ws/recordings';
 import { CaptureRows, capturePrefixOf, RecordingCapture, segmentFileName, ThreadedUploader, writeSpoolOwner } from '@ws/recordings/capture';
 import { ServersService } from '@ws/servers';
@@ -70,7 +70,7 @@ describe.each(['file', 's3'] as const)('session recording capture through the ga
 
   const rowsOf = (workspaceId: string) => api.app.get(DataSource).getRepository(SessionRecording).find({ where: { workspaceId: dashed(workspaceId) }, order: { startedAt: 'ASC' } });
   const recordSessions = async (value: 'true' | 'false' | 'none') => expect(await cli('group', 'set', 'All Users', '--record-sessions', value)).toContain(`record_sessions=${value}`);
-  const convertJob = (id: string) => api.app.get(JobProducer).queue('maintenance').getJob(jobId.convertRecording(id));
+  const convertJob = (id: string) => api.app.get(JobProducer).queue(JOB_QUEUE['recording.convert']).getJob(jobId.convertRecording(id));
 
   /** Streams with screen activity for a moment, closes, and answers the connection's recording once it left `recording`. */
   async function recordedSession(colours: string[]): Promise<SessionRecording> {
