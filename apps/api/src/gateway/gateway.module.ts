@@ -3,7 +3,8 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { RecordingCaptureModule } from '@ws/recordings/capture';
 import { SessionToken } from '@ws/users/session-token.entity';
 import { WorkspacesModule } from '@ws/workspaces';
+import { AudioGateway } from './audio-gateway';
 import { StreamGateway } from './stream-gateway';
 
-@Module({ imports: [TypeOrmModule.forFeature([SessionToken]), WorkspacesModule, RecordingCaptureModule], providers: [StreamGateway], exports: [StreamGateway] })
+@Module({ imports: [TypeOrmModule.forFeature([SessionToken]), WorkspacesModule, RecordingCaptureModule], providers: [StreamGateway, AudioGateway], exports: [StreamGateway] })
 export class GatewayModule {}
