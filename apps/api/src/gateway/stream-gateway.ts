@@ -14,6 +14,8 @@ import { RfbSession, RfbSessionRegistry } from '@ws/stream/rfb-proxy';
 import { STREAM_STATS_TTL_SECONDS, streamStatsKey, StreamSnapshot, StreamStanding, WorkspaceAccess } from '@ws/workspaces';
 import { originAllowed } from '../client/browser-request-guard';
 import { STREAM_COOKIE } from '../client/client-connect.controller';
+import { AudioGateway } from './audio-gateway';
+import { AUDIO_STREAM_PATH, AudioKind } from './audio-policy';
 import { authenticateToServer, greetBrowser } from './rfb-handshakes';
 
 const STREAM_PATH = /^\/api\/stream\/([0-9a-fA-F-]{32,36})\/vnc$/;
@@ -50,6 +52,7 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly config: AppConfig,
     private readonly limiter: AuthRateLimiter,
     private readonly recordings: RecordingCapture,
+    private readonly audio: AudioGateway,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -70,6 +73,8 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
 
   private async upgrade(request: IncomingMessage, socket: Socket, head: Buffer): Promise<void> {
     const url = new URL(request.url ?? '/', 'http://gateway');
+    const audio = AUDIO_STREAM_PATH.exec(url.pathname);
+    if (audio) return this.audio.upgrade(request, socket, head, audio[1], audio[2] as AudioKind);
     const match = STREAM_PATH.exec(url.pathname);
     if (!match) return reject(socket, 404, 'Unknown stream');
     let vnc: Socket | null = null;
