@@ -47,6 +47,17 @@ describe('buildContainerSpec', () => {
     expect(spec.shmSizeBytes).toBe(64 * 1024 * 1024);
   });
 
+  it('tells the image where its audio ports are (AUDIO_PORT, AUDIO_INPUT_PORT) when its port_map has them; a request cannot move them', () => {
+    const attributes = [
+      { category: 'port_map', name: 'vnc', value: '5900/tcp' },
+      { category: 'port_map', name: 'audio', value: '4911/tcp' },
+      { category: 'port_map', name: 'audio_input', value: '4912' },
+    ];
+    const spec = buildContainerSpec(input({ image: { name: 'img:1', attributes }, environment: { AUDIO_PORT: '1', AUDIO_INPUT_PORT: '2' } }));
+    expect(spec.ports).toEqual({ vnc: '5900/tcp', audio: '4911/tcp', audio_input: '4912/tcp' });
+    expect(spec.env).toMatchObject({ AUDIO_PORT: '4911', AUDIO_INPUT_PORT: '4912' });
+  });
+
   it('layers image, request and derived environment, request cannot override reserved names', () => {
     const spec = buildContainerSpec(
       input({

@@ -12,7 +12,7 @@ export const LABELS = {
 } as const;
 
 /** Set by the server only; request environment cannot override them. */
-export const RESERVED_ENV = ['VNC_PASSWORD', 'X_RES', 'Y_RES', 'VNC_PORT'] as const;
+export const RESERVED_ENV = ['VNC_PASSWORD', 'X_RES', 'Y_RES', 'VNC_PORT', 'AUDIO_PORT', 'AUDIO_INPUT_PORT'] as const;
 
 export const DEFAULT_VNC_PORT = '5900/tcp';
 
@@ -164,7 +164,7 @@ export function containerNameFor(workspaceId: string): string {
 /**
  * Pure: turns a workspace + image + server into the container spec. Environment precedence (later wins):
  * image exec_config.first_launch.environment < request environment < WORKSPACE_URL / LANG / TZ < X_RES, Y_RES,
- * VNC_PORT, VNC_PASSWORD. Request environment cannot set the reserved names (they are dropped).
+ * VNC_PORT, AUDIO_PORT, AUDIO_INPUT_PORT, VNC_PASSWORD. Request environment cannot set the reserved names (they are dropped).
  */
 export function buildContainerSpec(input: BuildContainerSpecInput): WorkspaceContainerSpec {
   const { workspace, image } = input;
@@ -189,6 +189,9 @@ export function buildContainerSpec(input: BuildContainerSpecInput): WorkspaceCon
   env.X_RES = resolution(image.xRes, 1280, 'xRes');
   env.Y_RES = resolution(image.yRes, 720, 'yRes');
   env.VNC_PORT = ports.vnc.split('/')[0];
+  // The reference image's audio bridges listen where the image's port_map says (its defaults: 4901, 4902).
+  if (ports.audio) env.AUDIO_PORT = ports.audio.split('/')[0];
+  if (ports.audio_input) env.AUDIO_INPUT_PORT = ports.audio_input.split('/')[0];
   if (workspace.token) env.VNC_PASSWORD = workspace.token;
 
   const allowed = typeof input.allowedSecurityOpts === 'string' ? input.allowedSecurityOpts.split(',').map((o) => o.trim()).filter(Boolean) : input.allowedSecurityOpts;
