@@ -17,7 +17,8 @@ cli() { node dist/apps/cli/src/main.js "$@"; }
 if [ "$docker_ok" = 1 ]; then
   tag=$(bash scripts/build-desktop-image.sh | tail -1)
   cli server ensure-local
-  cli image add "$tag" --friendly-name "${DESKTOP_IMAGE_NAME:-Desktop}" --description "Reference desktop (Xvfb, openbox, xterm)" --cores 1 --memory 1G >/dev/null
+  cli image add "$tag" --friendly-name "${DESKTOP_IMAGE_NAME:-Desktop}" --description "Reference desktop (Xvfb, openbox, xterm)" --cores 1 --memory 1G \
+    --port vnc=5900/tcp --port audio=4901/tcp --port audio_input=4902/tcp >/dev/null
   log "image ${DESKTOP_IMAGE_NAME:-Desktop} -> $tag"
   # The reference browser: a kiosk Chromium on WORKSPACE_URL; its go command points it at the URL a staged
   # browser workspace receives when it is assigned.
