@@ -30,6 +30,8 @@ import { StagingController } from './public-api/staging.controller';
 import { CastingController } from './public-api/casting.controller';
 import { EgressController } from './public-api/egress.controller';
 import { ClientCastController } from './client/client-cast.controller';
+import { WorkspaceFilesController } from './client/workspace-files.controller';
+import { FilesModule } from '@ws/files';
 import { UsersController } from './public-api/users.controller';
 import { WorkspaceStreamsController } from './public-api/workspace-streams.controller';
 import { WorkspacesController } from './public-api/workspaces.controller';
@@ -39,8 +41,8 @@ export class AppModule {
   static forRoot(overrides: Partial<AppConfig> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, WorkspacesModule, ZonesModule, ServersModule, GatewayModule, StagingModule, CastingModule, StorageApiModule, RecordingsModule, LicensingModule, EgressModule],
-      controllers: [UsersController, GroupsController, SessionTokensController, WorkspacesController, WorkspaceStreamsController, ImagesController, RecordingsController, StagingController, CastingController, LicensingController, EgressController, ClientLoginController, ClientSessionController, ClientConnectController, ClientCastController, HealthController],
+      imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, WorkspacesModule, ZonesModule, ServersModule, GatewayModule, StagingModule, CastingModule, StorageApiModule, RecordingsModule, LicensingModule, EgressModule, FilesModule],
+      controllers: [UsersController, GroupsController, SessionTokensController, WorkspacesController, WorkspaceStreamsController, ImagesController, RecordingsController, StagingController, CastingController, LicensingController, EgressController, ClientLoginController, ClientSessionController, ClientConnectController, ClientCastController, WorkspaceFilesController, HealthController],
       providers: [
         { provide: APP_GUARD, useClass: OperationGuard },
         { provide: APP_FILTER, useClass: ApiExceptionFilter },

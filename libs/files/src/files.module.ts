@@ -1,0 +1,10 @@
+import { Module } from '@nestjs/common';
+import { WorkspacesModule } from '@ws/workspaces/workspaces.module';
+import { WorkspaceFiles } from './workspace-files.service';
+
+@Module({
+  imports: [WorkspacesModule],
+  providers: [WorkspaceFiles],
+  exports: [WorkspaceFiles],
+})
+export class FilesModule {}

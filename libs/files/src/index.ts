@@ -1,0 +1,3 @@
+export * from './file-names';
+export * from './workspace-files.service';
+export * from './files.module';
