@@ -2,6 +2,7 @@
 // Test hooks: document.body.dataset.state and window.__rfb (the noVNC RFB object while a session exists).
 import { errorMessage, NetworkError, postJson, sleep } from './api.js';
 import { openCastLink, SESSION_STORAGE_KEY, takeCastReturn } from './cast.js';
+import { mountFiles } from './files.js';
 import { parseLocation } from './route.js';
 import { openSession } from './session.js';
 import { h, progressBar, showPage } from './ui.js';
@@ -171,11 +172,14 @@ async function startSession(mine, info, flags) {
     flags,
     showTips,
     onConnect: () => {
+      mine.files?.dispose();
+      mine.files = mountFiles(info, flags);
       mine.streamFailures = 0;
       if (showTips && !flags.disable_tips) tipsShown = true;
     },
     onEnd: (end) => {
       mine.session = null;
+      mine.files?.dispose();
       if (signal.aborted) return;
       // A stream that never opened is retried a few times (a network change can abort a websocket that
       // is still connecting); the connect flow runs again, so a workspace that ended says so.
