@@ -1,4 +1,5 @@
 // A live desktop: the noVNC connection, the control panel, the clipboard and the tips dialog.
+import { createAudio } from './audio.js';
 import { h, setState, showScreen } from './ui.js';
 
 const IDLE_CHECK_MS = 15_000;
@@ -33,13 +34,15 @@ export function openSession(RFB, { info, flags, onConnect, onEnd, showTips }) {
   rfb.scaleViewport = true;
   rfb.focusOnClick = !viewOnly;
 
-  const panel = flags.disable_control_panel ? null : buildControlPanel(rfb, { settings, viewOnly, disconnect });
+  const audio = createAudio({ streamPath: info.stream_path, settings, viewOnly });
+  const panel = flags.disable_control_panel ? null : buildControlPanel(rfb, { settings, viewOnly, disconnect, extraItems: audio.controls });
   let tips = null;
 
   rfb.addEventListener('connect', () => {
     if (ended) return;
     connected = true;
     onConnect?.();
+    audio.start();
     showScreen();
     setState('connected');
     if (panel) document.body.append(panel.element);
@@ -94,6 +97,7 @@ export function openSession(RFB, { info, flags, onConnect, onEnd, showTips }) {
 
   function finish() {
     ended = true;
+    audio.close();
     for (const cleanup of cleanups.splice(0)) cleanup();
     panel?.element.remove();
     panel?.dispose();
@@ -125,7 +129,7 @@ export function streamUrl(streamPath) {
   return url.href;
 }
 
-function buildControlPanel(rfb, { settings, viewOnly, disconnect }) {
+function buildControlPanel(rfb, { settings, viewOnly, disconnect, extraItems = [] }) {
   const cleanups = [];
   const clipboardUp = settings.allow_workspace_clipboard_up === true && !viewOnly;
   const clipboardDown = settings.allow_workspace_clipboard_down === true;
@@ -172,6 +176,7 @@ function buildControlPanel(rfb, { settings, viewOnly, disconnect }) {
     items.push(toggle);
   }
 
+  items.push(...extraItems);
   items.push(h('button', { type: 'button', id: 'disconnect-button', class: 'danger', onclick: disconnect }, 'Disconnect'));
 
   const handle = h('button', { type: 'button', class: 'handle', 'aria-expanded': 'false', 'aria-controls': 'control-panel-items', title: 'Control panel' }, 'Controls');
