@@ -2,6 +2,8 @@
 // with WebCodecs and played through Web Audio) and the microphone (PCM, s16le 48 kHz mono, to audio_input).
 import { h } from './ui.js';
 
+const { AudioContext, AudioDecoder, EncodedAudioChunk, WebSocket } = window;
+
 /** Audio is scheduled this far ahead of the clock: enough to ride out network jitter, little enough to stay live. */
 const JITTER_SECONDS = 0.08;
 /** Further ahead than this (a stall, a backgrounded tab) and playback skips forward instead of falling behind. */
