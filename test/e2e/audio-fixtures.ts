@@ -31,6 +31,13 @@ export function rms(pcm: Buffer): number {
   return Math.sqrt(sum / samples);
 }
 
+/** Largest absolute s16le sample. */
+export function peak(pcm: Buffer): number {
+  let max = 0;
+  for (let i = 0; i + 1 < pcm.length; i += 2) max = Math.max(max, Math.abs(pcm.readInt16LE(i)));
+  return max;
+}
+
 /** `seconds` of a sine as s16le 48 kHz mono, at half of full scale. */
 export function sinePcm(seconds: number, frequency = 660): Buffer {
   const count = Math.round(48_000 * seconds);

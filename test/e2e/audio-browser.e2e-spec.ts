@@ -1,0 +1,125 @@
+/**
+ * Workspace audio in Debian's chromium: a tone played in the workspace makes the page's audio level non-zero
+ * (the client's AnalyserNode), and Chromium's fake audio capture (a periodic beep), sent through the control
+ * panel's microphone button, is recorded non-silent by the workspace.
+ */
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { Browser, chromium, Page } from 'playwright-core';
+import { GroupsService } from '@ws/groups';
+import { ImagesService } from '@ws/images';
+import { ServersService } from '@ws/servers';
+import { ZonesService } from '@ws/zones';
+import { dockerExec, peak, playTone, stopTone } from './audio-fixtures';
+import { desktopImage, TestApi, TestKey, waitFor } from './harness';
+
+const ROOT = join(__dirname, '..', '..');
+
+describe('workspace audio in the browser client', () => {
+  let api: TestApi;
+  let key: TestKey;
+  let base: string;
+  let browser: Browser;
+  let ownerId: string;
+  let workspaceId: string;
+  let containerId: string;
+  let ownerUrl: string;
+
+  beforeAll(async () => {
+    execFileSync('bash', ['scripts/ensure-browser.sh'], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+    const imageName = desktopImage();
+    api = await TestApi.start({ WORKER_LOCK_MS: 3000 });
+    await api.app.listen(0, '127.0.0.1');
+    base = (await api.app.getUrl()).replace(/\/$/, '');
+    await api.startWorker();
+    const zone = await api.app.get(ZonesService).ensure('default');
+    await api.app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 4, memory: 8 * 1024 ** 3 });
+    const image = await api.app.get(ImagesService).upsert({
+      name: imageName, friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2, xRes: 800, yRes: 600,
+      portMap: { vnc: '5900/tcp', audio: '4901/tcp', audio_input: '4902/tcp' },
+    });
+    await api.app.get(GroupsService).updateSettings('All Users', { clientSettings: { allow_workspace_audio: true, workspace_audio_default_on: true, allow_workspace_microphone: true } });
+    key = await api.key(['Users Auth Session', 'User']);
+    const admin = await api.key(['Global Admin']);
+    ownerId = (await api.call('create_user', admin, { target_user: { username: 'audio-browser-owner' } })).body.user.user_id;
+    const requested = await api.call('request_workspace', key, { user_id: ownerId, image_id: image.id });
+    expect(requested.status).toBe(200);
+    workspaceId = requested.body.workspace_id;
+    const running = await waitFor(`workspace ${workspaceId} running`, async () => {
+      const res = await api.call('get_workspace_status', key, { workspace_id: workspaceId, user_id: ownerId });
+      return res.body.workspace?.operational_status === 'running' ? res.body : undefined;
+    }, 120_000, 200);
+    ownerUrl = running.workspace_url;
+    containerId = running.workspace.container_id;
+    await waitFor('the sound server', async () => ((await dockerExec(containerId, 'pactl info >/dev/null && echo up').catch(() => Buffer.alloc(0))).toString().includes('up') ? true : undefined), 30_000, 250);
+    browser = await chromium.launch({
+      executablePath: '/usr/bin/chromium',
+      headless: true,
+      args: [
+        '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run',
+        // A fake microphone (a beep), no permission prompt, and audio that starts without a click.
+        '--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream', '--autoplay-policy=no-user-gesture-required',
+      ],
+    });
+  }, 600_000);
+
+  afterAll(async () => {
+    await browser?.close().catch(() => undefined);
+    await api?.close();
+  });
+
+  async function openConnected(): Promise<Page> {
+    const context = await browser.newContext({ viewport: { width: 1024, height: 768 } });
+    await context.grantPermissions(['microphone'], { origin: base });
+    const page = await context.newPage();
+    const log: string[] = [];
+    page.on('console', (m) => { if (m.type() === 'error') log.push(`console.error: ${m.text()}`); });
+    page.on('pageerror', (e) => log.push(`pageerror: ${e.message}`));
+    await page.goto(base + ownerUrl);
+    try {
+      await page.waitForFunction(() => document.body.dataset.state === 'connected', null, { timeout: 60_000, polling: 100 });
+    } catch (err) {
+      throw new Error(`the client did not connect (state ${await page.evaluate(() => document.body.dataset.state)}): ${(err as Error).message}\n${log.join('\n')}`);
+    }
+    return page;
+  }
+
+  const audioLevel = (page: Page) => page.evaluate(() => (window as unknown as { __workspaceAudio?: { level(): number } }).__workspaceAudio?.level() ?? -1);
+
+  it('a tone played in the workspace reaches the page (its audio level is non-zero); muting silences it', async () => {
+    const page = await openConnected();
+    try {
+      expect(await page.evaluate(() => document.getElementById('audio-button')?.textContent)).toBe('Mute');
+      const tone = await playTone(containerId);
+      try {
+        const level = await waitFor('audio level', async () => {
+          const value = await audioLevel(page);
+          return value > 0.01 ? value : undefined;
+        }, 30_000, 100);
+        expect(level).toBeGreaterThan(0.01);
+        await page.evaluate(() => document.getElementById('audio-button')?.click());
+        expect(await page.evaluate(() => document.getElementById('audio-button')?.textContent)).toBe('Unmute');
+        await waitFor('silence after muting', async () => ((await audioLevel(page)) < 0.001 ? true : undefined), 15_000, 100);
+      } finally {
+        await stopTone(containerId, tone);
+      }
+    } finally {
+      await page.context().close();
+    }
+  });
+
+  it('the fake microphone, switched on in the control panel, is recorded non-silent in the workspace', async () => {
+    const page = await openConnected();
+    try {
+      await page.evaluate(() => document.getElementById('microphone-button')?.click());
+      await waitFor('microphone input in the workspace', async () => ((await dockerExec(containerId, 'pactl list short sink-inputs')).toString().includes('protocol-native') ? true : undefined), 30_000, 200);
+      // Chromium's fake capture beeps about once a second: 3 s of the default source hold a beep or more.
+      const pcm = await dockerExec(containerId, 'timeout 3 parec --format=s16le --rate=48000 --channels=1 --raw --latency-msec=20; true');
+      expect(pcm.length).toBeGreaterThan(48_000);
+      expect(peak(pcm)).toBeGreaterThan(2000);
+      expect(await page.evaluate(() => document.getElementById('microphone-button')?.textContent)).toBe('Microphone off');
+    } finally {
+      await page.context().close();
+    }
+  });
+});
