@@ -8,6 +8,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { GroupsService } from '@ws/groups';
 import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
 import { ZonesService } from '@ws/zones';
@@ -112,5 +113,33 @@ describe('files in the browser client (chromium)', () => {
     const path = await download.path();
     expect(await download.failure()).toBeNull();
     expect(sha256(readFileSync(path as string))).toBe(expected);
+  });
+
+  it('takes files dropped on the desktop', async () => {
+    await page.evaluate(() => {
+      const transfer = new DataTransfer();
+      transfer.items.add(new File(['dropped bytes'], 'dropped.txt', { type: 'text/plain' }));
+      const target = document.getElementById('screen') as HTMLElement;
+      for (const type of ['dragenter', 'dragover', 'drop']) target.dispatchEvent(new DragEvent(type, { bubbles: true, cancelable: true, dataTransfer: transfer }));
+    });
+    const item = page.locator('#upload-transfers li[data-name="dropped.txt"]');
+    await item.waitFor({ timeout: 10_000 });
+    await page.waitForFunction(() => document.querySelector('#upload-transfers li[data-name="dropped.txt"]')?.getAttribute('data-state') !== null, null, { timeout: 60_000, polling: 100 });
+    expect(await item.getAttribute('data-state')).toBe('done');
+    expect(await sh('cat "$HOME/Uploads/dropped.txt"')).toBe('dropped bytes');
+  });
+
+  it('shows no Files drawer when the settings allow neither uploads nor downloads', async () => {
+    const groups = api.app.get(GroupsService);
+    await groups.updateSettings('All Users', { clientSettings: { allow_workspace_uploads: false, allow_workspace_downloads: false } });
+    try {
+      await page.reload();
+      await page.waitForFunction(() => document.body.dataset.state === 'connected', null, { timeout: 60_000, polling: 100 });
+      await page.waitForSelector('#control-panel', { state: 'attached', timeout: 10_000 });
+      expect(await page.locator('#files-button').count()).toBe(0);
+      expect(await page.locator('#upload-input').count()).toBe(0);
+    } finally {
+      await groups.updateSettings('All Users', { clientSettings: { allow_workspace_uploads: true, allow_workspace_downloads: true } });
+    }
   });
 });
