@@ -25,6 +25,8 @@ const REASONS = {
   captcha_failed: ['The captcha was not accepted', 'Try again.'],
   network_not_allowed: ['This network cannot be chosen', 'The link does not allow the requested container network.'],
   no_capacity: ['No workspace is free right now', 'Try again in a few minutes.'],
+  session_limit_reached: ['All workspaces of this service are in use', 'Try again in a few minutes.'],
+  not_licensed: ['This link is not available', 'The service is not licensed for launch links.'],
 };
 
 /**
@@ -128,7 +130,7 @@ function showRefusal(reason, message, retry) {
   const known = typeof reason === 'string' && Object.hasOwn(REASONS, reason);
   const [title, lead] = known ? REASONS[reason] : ['This link cannot be opened', 'Try again later.'];
   document.title = `${title} · workspace-server`;
-  const again = !known || ['address_limit', 'captcha_failed', 'no_capacity'].includes(reason);
+  const again = !known || ['address_limit', 'captcha_failed', 'no_capacity', 'session_limit_reached'].includes(reason);
   showPage({
     state: 'error',
     key: `cast-${known ? reason : 'error'}`,
