@@ -6,6 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { request as httpRequest, IncomingMessage } from 'node:http';
 import request from 'supertest';
+import { DataSource } from 'typeorm';
 import { GroupsService } from '@ws/groups';
 import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
@@ -166,6 +167,16 @@ describe('workspace files: uploads into ~/Uploads, downloads from ~/Downloads', 
     }
     expect((await exchange('GET', downloadPath('small.txt'), { headers: { cookie: ownerCookie } })).body.toString()).toBe('x');
 
+    // A cast config that enforces its own settings overrides the groups' for its workspace.
+    const override = (value: Record<string, boolean>) => api.app.get(DataSource).query('UPDATE workspaces SET client_settings_override = $1 WHERE id = $2', [JSON.stringify(value), workspaceId.replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5')]);
+    try {
+      await override({ allow_workspace_uploads: false, allow_workspace_downloads: false });
+      expect((await upload('cast.bin', data)).status).toBe(403);
+      expect((await exchange('GET', downloadPath('small.txt'), { headers: { cookie: ownerCookie } })).status).toBe(403);
+    } finally {
+      await override({});
+    }
+
     const joined = await api.call('join_workspace', key, { share_id: shareId });
     expect(joined.status).toBe(200);
     const joinerCookie = await streamCookie(joined.body.session_token, { share_id: shareId });
@@ -205,6 +216,12 @@ describe('workspace files: uploads into ~/Uploads, downloads from ~/Downloads', 
       const now = await uploadsListing();
       return JSON.stringify(now) === JSON.stringify(before) ? true : undefined;
     }, 30_000, 200);
+
+    // A temporary file a day old (an api process died mid-upload) is removed by the next upload; a recent one is not.
+    await sh('cd "$HOME/Uploads" && printf old > .ws-upload-0000000000000000.part && touch -d "2 days ago" .ws-upload-0000000000000000.part && printf new > .ws-upload-1111111111111111.part');
+    expect((await upload('after.bin', Buffer.from('after'))).status).toBe(201);
+    expect(await uploadsListing()).toEqual([...before, '.ws-upload-1111111111111111.part', 'after.bin'].sort());
+    await sh('rm -f "$HOME/Uploads/.ws-upload-1111111111111111.part" "$HOME/Uploads/after.bin"');
 
     await sh('head -c 5000000 /dev/zero > "$HOME/Downloads/over.bin"');
     const overLimit = await exchange('GET', downloadPath('over.bin'), { headers: { cookie: ownerCookie } });

@@ -5,8 +5,14 @@
  * runs as root, so the scripts hand it the physical directory (`pwd -P`) they checked.
  */
 
-/** Makes ~/Uploads, checks the user may write there; prints uid, gid and the directory's physical path, one a line. */
-export const PREPARE_UPLOADS = 'mkdir -p -- "$HOME/Uploads" && cd -- "$HOME/Uploads" && [ -w . ] && id -u && id -g && pwd -P';
+/**
+ * Makes ~/Uploads, checks the user may write there; prints uid, gid and the directory's physical path, one a line.
+ * Also removes temporary files a day old: left only when an api process died mid-upload (a live upload's file
+ * keeps changing).
+ */
+export const PREPARE_UPLOADS = `mkdir -p -- "$HOME/Uploads" && cd -- "$HOME/Uploads" && [ -w . ] || exit 1
+find . -maxdepth 1 -name '.ws-upload-*.part' -mmin +1440 -exec rm -f {} + 2>/dev/null
+id -u && id -g && pwd -P`;
 
 /**
  * Moves the completed temporary file WS_TEMP to WS_NAME in ~/Uploads without replacing anything: a taken name

@@ -73,7 +73,8 @@ export class WorkspaceFilesController implements OnModuleInit {
   async download(@Param('workspaceId') workspaceId: string, @Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
     const target = await this.files.authorize(this.sessionOf(request), workspaceId, 'download');
     const file = await this.files.download(target, name);
-    request.raw.once('close', () => file.body.destroy());
+    // The response closes when sent or when the browser goes away: either way the archive is released.
+    reply.raw.once('close', () => file.body.destroy());
     return reply
       .header('content-type', 'application/octet-stream')
       .header('content-length', file.size)
