@@ -107,6 +107,8 @@ export class AppConfig {
   @Transform(toInt) @IsInt() @Min(1) @Max(3600) RECORDING_SEGMENT_SECONDS = 60;
   /** Frames per second of converted recordings. */
   @Transform(toInt) @IsInt() @Min(1) @Max(30) RECORDING_FPS = 5;
+  /** Worker: recordings converted at once per worker process (each runs one ffmpeg encode, about one core). */
+  @Transform(toInt) @IsInt() @Min(1) @Max(16) RECORDING_CONVERT_CONCURRENCY = 1;
   /** Recordings older than this many days are deleted (0: kept forever). */
   @Transform(toInt) @IsInt() @Min(0) @Max(36_500) RECORDING_RETENTION_DAYS = 30;
   /** Lifetime of pre-authorized recording download links (preauth_download_link), seconds. */

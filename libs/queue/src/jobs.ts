@@ -6,6 +6,8 @@
 export const QUEUES = {
   workspaces: 'workspaces',
   maintenance: 'maintenance',
+  /** Long CPU-bound conversions, apart so they never hold back the reaper and reconcilers (RECORDING_CONVERT_CONCURRENCY). */
+  recordings: 'recordings',
 } as const;
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
 
@@ -51,7 +53,7 @@ export const JOBS: { [J in JobName]: JobPolicy } = {
   // Asked after each config change and assignment; the schedule catches expiry and lost asks.
   'staging.reconcile': { queue: QUEUES.maintenance, attempts: 3, backoffMs: 1000, everyMs: 15_000 },
   // Off the gateway's hot path; a retry starts over from the raw capture (nothing is switched until verified).
-  'recording.convert': { queue: QUEUES.maintenance, attempts: 5, backoffMs: 5_000 },
+  'recording.convert': { queue: QUEUES.recordings, attempts: 5, backoffMs: 5_000 },
   'maintenance.purge-expired-credentials': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 5 * 60_000 },
   'maintenance.reap-expired-workspaces': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 30_000 },
   'maintenance.reconcile-containers': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 60_000 },

@@ -93,7 +93,7 @@ export class QueueWorkers implements OnApplicationBootstrap, OnModuleDestroy {
         }
       },
       {
-        connection: this.redis.dedicatedClient(), prefix: this.config.REDIS_PREFIX, concurrency: this.config.WORKER_CONCURRENCY,
+        connection: this.redis.dedicatedClient(), prefix: this.config.REDIS_PREFIX, concurrency: queue === QUEUES.recordings ? this.config.RECORDING_CONVERT_CONCURRENCY : this.config.WORKER_CONCURRENCY,
         // Recorded on each job it takes (job.processedBy): which process runs what.
         name: `${hostname()}:${process.pid}`,
         // The lock is renewed at half its duration while this process lives, so a long job (a desktop that takes
