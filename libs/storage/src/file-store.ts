@@ -1,19 +1,20 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
-import { link, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { constants as fsConstants, createReadStream, createWriteStream } from 'node:fs';
+import { copyFile, link, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { HashingStream, hashStream } from './hashing';
 import { validateKey, validatePrefix } from './keys';
-import { ByteRange, InvalidKeyError, ObjectInfo, ObjectNotFoundError, ObjectStore, ObjectSummary, PutOptions, PutResult } from './object-store';
+import { ByteRange, InvalidKeyError, ObjectInfo, ObjectNotFoundError, ObjectStore, ObjectSummary, PutFileOptions, PutFileResult, PutOptions, PutResult } from './object-store';
 import { downloadPath, signDownload } from './signing';
 
 /** Kept beside each object under .meta/: what head answers without reading the object. */
 interface Sidecar {
   size: number;
   mtimeMs: number;
-  sha256: string;
+  /** Absent for a putFile without hashing until head first computes it. */
+  sha256?: string;
   contentType?: string;
   metadata: Record<string, string>;
 }
@@ -75,6 +76,53 @@ export class FileObjectStore implements ObjectStore {
     }
   }
 
+  /**
+   * Renames the file into place when it is on the store's filesystem (no copy, no read back): fsyncs it, renames
+   * it, fsyncs the directory. Else copies it through .tmp/ like put and removes it. The sidecar is written without
+   * fsync: one lost in a crash is recomputed by head (losing only the content type and metadata).
+   */
+  async putFile(key: string, path: string, options: PutFileOptions = {}): Promise<PutFileResult> {
+    const target = this.pathOf(key);
+    await mkdir(dirname(target), { recursive: true });
+    await mkdir(dirname(this.sidecarPath(key)), { recursive: true });
+    const tmpDir = join(this.root, '.tmp');
+    await mkdir(tmpDir, { recursive: true });
+    const tmp = join(tmpDir, randomUUID());
+    try {
+      const source = await open(path, 'r');
+      let sha256: string | undefined;
+      try {
+        if (options.hash !== false) sha256 = (await hashStream(source.createReadStream({ autoClose: false, start: 0 }))).sha256;
+        await source.chmod(0o640);
+        await source.sync();
+      } finally {
+        await source.close();
+      }
+      let moved = true;
+      await rename(path, target).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EXDEV') throw err;
+        moved = false;
+      });
+      if (!moved) {
+        // Another filesystem: a copy (a reflink where the filesystem has them), made whole in .tmp/ first.
+        await copyFile(path, tmp, fsConstants.COPYFILE_FICLONE);
+        await fsyncPath(tmp);
+        await rename(tmp, target);
+      }
+      const stored = await stat(target);
+      const sidecar: Sidecar = { size: stored.size, mtimeMs: stored.mtimeMs, sha256, contentType: options.contentType, metadata: options.metadata ?? {} };
+      await writeFile(`${tmp}.json`, JSON.stringify(sidecar), { mode: 0o640 });
+      await rename(`${tmp}.json`, this.sidecarPath(key));
+      await fsyncPath(dirname(target));
+      if (!moved) await rm(path, { force: true });
+      return { key, size: stored.size, sha256 };
+    } catch (err) {
+      await rm(tmp, { force: true });
+      await rm(`${tmp}.json`, { force: true });
+      throw err;
+    }
+  }
+
   async get(key: string, range?: ByteRange): Promise<Readable> {
     const path = this.pathOf(key);
     const handle = await open(path, 'r').catch((err: NodeJS.ErrnoException) => {
@@ -97,11 +145,26 @@ export class FileObjectStore implements ObjectStore {
     });
     if (!stats || !stats.isFile()) return null;
     let sidecar = await readFile(this.sidecarPath(key), 'utf8').then((text) => JSON.parse(text) as Sidecar, () => null);
-    if (!sidecar || sidecar.size !== stats.size || sidecar.mtimeMs !== stats.mtimeMs) {
+    const current = sidecar !== null && sidecar.size === stats.size && sidecar.mtimeMs === stats.mtimeMs;
+    if (!current || sidecar?.sha256 === undefined) {
       const { sha256 } = await hashStream(createReadStream(path));
-      sidecar = { size: stats.size, mtimeMs: stats.mtimeMs, sha256, metadata: sidecar?.metadata ?? {} };
+      const known = current ? sidecar : null;
+      sidecar = { size: stats.size, mtimeMs: stats.mtimeMs, sha256, contentType: known?.contentType, metadata: sidecar?.metadata ?? {} };
+      // Kept for the next head when the object was put without a hash (a stale sidecar is left to the next put).
+      if (known) await this.rewriteSidecar(key, sidecar).catch(() => undefined);
     }
-    return { key, size: stats.size, etag: sidecar.sha256, sha256: sidecar.sha256, lastModified: stats.mtime, contentType: sidecar.contentType, metadata: sidecar.metadata };
+    const sha256 = sidecar.sha256 as string;
+    return { key, size: stats.size, etag: sha256, sha256, lastModified: stats.mtime, contentType: sidecar.contentType, metadata: sidecar.metadata };
+  }
+
+  private async rewriteSidecar(key: string, sidecar: Sidecar): Promise<void> {
+    const tmp = join(this.root, '.tmp', `${randomUUID()}.json`);
+    await mkdir(dirname(tmp), { recursive: true });
+    await writeFile(tmp, JSON.stringify(sidecar), { mode: 0o640 });
+    await rename(tmp, this.sidecarPath(key)).catch(async (err) => {
+      await rm(tmp, { force: true });
+      throw err;
+    });
   }
 
   async delete(key: string): Promise<void> {

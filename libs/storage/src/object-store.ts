@@ -33,6 +33,21 @@ export interface PutOptions {
   metadata?: Record<string, string>;
 }
 
+export interface PutFileOptions extends PutOptions {
+  /**
+   * False: the store does not read the bytes to hash them (the result has no sha256; file:// computes it the first
+   * time head asks). For files whose integrity is checked elsewhere, e.g. by their own framing. Default true.
+   */
+  hash?: boolean;
+}
+
+/** What putFile stored; sha256 only when hashed. */
+export interface PutFileResult {
+  key: string;
+  size: number;
+  sha256?: string;
+}
+
 /** Inclusive byte range, as HTTP Range has it. */
 export interface ByteRange {
   start: number;
@@ -47,6 +62,12 @@ export interface ByteRange {
 export interface ObjectStore {
   readonly kind: 'file' | 's3';
   put(key: string, body: Readable, options?: PutOptions): Promise<PutResult>;
+  /**
+   * Stores a local file's bytes under `key` and takes the file: once this resolves it is no longer at `path`
+   * (file:// renames it into place when both are on one filesystem, else copies it; s3:// streams it up). On
+   * failure the file stays where it was. All-or-nothing like put.
+   */
+  putFile(key: string, path: string, options?: PutFileOptions): Promise<PutFileResult>;
   /** The object's bytes (or the range); ObjectNotFoundError when there is none. */
   get(key: string, range?: ByteRange): Promise<Readable>;
   /** Null when there is no such object. */

@@ -1,11 +1,12 @@
 import { AbortMultipartUploadCommand, DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, paginateListObjectsV2, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { open, rm } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { HashingStream } from './hashing';
 import { validateKey, validatePrefix } from './keys';
-import { ByteRange, ObjectInfo, ObjectNotFoundError, ObjectStore, ObjectSummary, PutOptions, PutResult } from './object-store';
+import { ByteRange, ObjectInfo, ObjectNotFoundError, ObjectStore, ObjectSummary, PutFileOptions, PutFileResult, PutOptions, PutResult } from './object-store';
 
 export interface S3StoreOptions {
   bucket: string;
@@ -60,8 +61,26 @@ export class S3ObjectStore implements ObjectStore {
     return this.options.prefix ? `${this.options.prefix}/${key}` : key;
   }
 
-  async put(key: string, body: Readable, options: PutOptions = {}): Promise<PutResult> {
-    const hasher = new HashingStream();
+  put(key: string, body: Readable, options: PutOptions = {}): Promise<PutResult> {
+    return this.upload(key, body, options, true);
+  }
+
+  /** Streams the file up (opened first: a stream left to open it would error before anyone listens), then removes it. */
+  async putFile(key: string, path: string, options: PutFileOptions = {}): Promise<PutFileResult> {
+    const hash = options.hash !== false;
+    const file = await open(path, 'r');
+    let put: PutResult;
+    try {
+      put = await this.upload(key, file.createReadStream({ autoClose: false, highWaterMark: 1024 * 1024 }), options, hash);
+    } finally {
+      await file.close();
+    }
+    await rm(path, { force: true });
+    return { key, size: put.size, sha256: hash ? put.sha256 : undefined };
+  }
+
+  private async upload(key: string, body: Readable, options: PutOptions, hash: boolean): Promise<PutResult> {
+    const hasher = new HashingStream(hash);
     const upload = new Upload({
       client: this.client,
       params: { Bucket: this.options.bucket, Key: this.objectKey(key), Body: hasher, ContentType: options.contentType, Metadata: options.metadata },

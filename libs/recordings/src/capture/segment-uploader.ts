@@ -1,5 +1,4 @@
 import { existsSync } from 'node:fs';
-import { open } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { ObjectStore, openStore, StorageSettings } from '@ws/storage';
@@ -10,16 +9,13 @@ export type UploadSegment = (key: string, path: string) => Promise<{ size: numbe
 export const SEGMENT_CONTENT_TYPE = 'application/octet-stream';
 
 /**
- * Stores a spool file. Opened before the store sees it: a stream left to open the file itself would emit a
- * missing file's error before the store listens, and an unhandled stream error ends the process.
+ * Stores a closed spool file, which the store takes (file:// renames it into place). Not hashed: a capture
+ * segment's integrity is checked by the decoder's record framing, and the conversion verifies the video it makes;
+ * hashing it again cost as much CPU as forwarding the stream.
  */
 export async function putSpoolFile(store: ObjectStore, key: string, path: string): Promise<{ size: number }> {
-  const file = await open(path, 'r');
-  try {
-    return await store.put(key, file.createReadStream({ autoClose: false, highWaterMark: 1024 * 1024 }), { contentType: SEGMENT_CONTENT_TYPE });
-  } finally {
-    await file.close();
-  }
+  const put = await store.putFile(key, path, { contentType: SEGMENT_CONTENT_TYPE, hash: false });
+  return { size: put.size };
 }
 
 /** Uploads on the calling thread (tests run the sources, where no compiled thread script exists). */
@@ -42,9 +38,9 @@ interface UploadReply {
 const THREAD_SCRIPT = join(__dirname, 'upload-thread.js');
 
 /**
- * Uploads in a worker thread of their own: reading a segment back, hashing it and writing it to the store cost
- * the event loop about as much per byte as forwarding the stream does, and the gateway's event loop is the
- * stream's. One thread per api serves every recording; a thread that dies is replaced at the next upload.
+ * Uploads in a worker thread of their own: streaming a segment to S3 (or copying it to a file store on another
+ * filesystem) costs the event loop about as much per byte as forwarding the stream does, and the gateway's event
+ * loop is the stream's. One thread per api serves every recording; a thread that dies is replaced at the next upload.
  */
 export class ThreadedUploader {
   private worker: Worker | null = null;

@@ -176,7 +176,6 @@ async function recoverOne(id: string, dir: string, options: SpoolRecoveryOptions
       await rm(dir, { recursive: true, force: true });
       return false;
     }
-    await unlink(segment.path);
   }
   const endedAt = lastAt !== null ? new Date(row.startedAt.getTime() + lastAt) : row.updatedAt;
   const finished = await options.rows.finish(id, { endedAt, segmentCount, captureBytes, error: null });
