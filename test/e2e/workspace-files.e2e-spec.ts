@@ -142,6 +142,20 @@ describe('workspace files: uploads into ~/Uploads, downloads from ~/Downloads', 
     expect(file.body.length).toBe(3_500_000);
     expect(sha256(file.body)).toBe(expected);
 
+    // A browser that goes away part way: the next download is served in full.
+    await new Promise<void>((resolve, reject) => {
+      const req = httpRequest(`${base}${downloadPath('big file.bin')}`, { headers: { origin: base, cookie: ownerCookie } }, (res) => {
+        res.once('data', () => {
+          req.destroy();
+          resolve();
+        });
+      });
+      req.on('error', (err) => (req.destroyed ? resolve() : reject(err)));
+      req.end();
+    });
+    const again = await exchange('GET', downloadPath('big file.bin'), { headers: { cookie: ownerCookie } });
+    expect(sha256(again.body)).toBe(expected);
+
     for (const name of ['folder', 'missing.bin', 'link']) {
       const res = await exchange('GET', downloadPath(name), { headers: { cookie: ownerCookie } });
       expect([name, res.status]).toEqual([name, 404]);
