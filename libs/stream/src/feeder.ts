@@ -14,7 +14,20 @@ export type Need =
   /** Resume once `until()` is true; re-checked on every push and poke(). */
   | { op: 'wait'; until: () => boolean }
   /** From now on every byte is emitted unchanged the moment it is pushed; parsing continues on the side. */
-  | { op: 'passthrough' };
+  | { op: 'passthrough' }
+  /**
+   * From now on every consumed byte (read, skip or pass) is emitted or not as the current forward mode says,
+   * in runs as long as the arrived chunks allow: lets a parser cut whole messages out of a stream.
+   */
+  | { op: 'filter' }
+  /** Filter mode: how the bytes consumed from here on are treated (see ForwardMode). */
+  | { op: 'forward'; mode: ForwardMode };
+
+/**
+ * 'emit': forwarded; 'hold': kept back until the next mode says whether they go ('emit') or not ('drop'), so a
+ * message can be judged on its first bytes; 'drop': consumed and never forwarded.
+ */
+export type ForwardMode = 'emit' | 'hold' | 'drop';
 
 export type ParserGenerator = Generator<Need, void, Buffer | undefined>;
 
@@ -40,6 +53,14 @@ export function* passthrough(): Generator<Need, void, Buffer | undefined> {
   yield { op: 'passthrough' };
 }
 
+export function* filter(): Generator<Need, void, Buffer | undefined> {
+  yield { op: 'filter' };
+}
+
+export function* forward(mode: ForwardMode): Generator<Need, void, Buffer | undefined> {
+  yield { op: 'forward', mode };
+}
+
 interface Queued {
   buf: Buffer;
   at: number;
@@ -54,6 +75,14 @@ export class StreamFeeder {
   private accLen = 0;
   private remaining = 0;
   private passthroughAll = false;
+  private filtering = false;
+  private mode: ForwardMode = 'emit';
+  /** Filter mode: the run of the current chunk consumed in 'emit' (and, after it, 'hold') mode, not yet emitted. */
+  private runStart = -1;
+  private runEnd = -1;
+  /** Filter mode: held bytes from earlier chunks (copies: those chunks may be reused once sent). */
+  private heldCopies: Buffer[] = [];
+  private heldStart = -1;
   private running = false;
   private failure: Error | undefined;
   private finished = false;
@@ -141,6 +170,17 @@ export class StreamFeeder {
           this.resume(undefined);
           continue;
         }
+        if (need.op === 'filter') {
+          this.filtering = true;
+          this.mode = 'emit';
+          this.resume(undefined);
+          continue;
+        }
+        if (need.op === 'forward') {
+          this.setMode(need.mode);
+          this.resume(undefined);
+          continue;
+        }
         if (need.op === 'passthrough') {
           this.passthroughAll = true;
           for (let i = this.queueHead; i < this.queue.length; i++) {
@@ -168,6 +208,7 @@ export class StreamFeeder {
           // A read that waits for the next chunk keeps a copy: the chunk's buffer may be reused once it was sent.
           this.acc.push(this.accLen + take < need.n ? Buffer.from(piece) : piece);
           this.accLen += take;
+          if (this.filtering) this.consumed(take);
           this.advance(take);
           if (this.accLen === need.n) {
             const buf = Buffer.concat(this.acc, this.accLen);
@@ -179,7 +220,8 @@ export class StreamFeeder {
         } else {
           if (this.remaining === need.n) this.firstByteAt = entry.at;
           const take = Math.min(this.remaining, available);
-          if (need.op === 'pass' && !this.passthroughAll) this.emit(entry.buf.subarray(this.queueOffset, this.queueOffset + take));
+          if (this.filtering) this.consumed(take);
+          else if (need.op === 'pass' && !this.passthroughAll) this.emit(entry.buf.subarray(this.queueOffset, this.queueOffset + take));
           this.remaining -= take;
           this.advance(take);
           if (this.remaining === 0) {
@@ -193,9 +235,58 @@ export class StreamFeeder {
     }
   }
 
+  /** Filter mode: `n` bytes at the current position were consumed under the current mode. */
+  private consumed(n: number): void {
+    if (this.mode === 'drop') return;
+    if (this.runStart < 0 || this.runEnd !== this.queueOffset) {
+      this.flushRun();
+      this.runStart = this.queueOffset;
+    }
+    if (this.mode === 'hold' && this.heldStart < 0) this.heldStart = this.queueOffset;
+    this.runEnd = this.queueOffset + n;
+  }
+
+  /** Emits the pending run of the current chunk up to where holding started (held bytes wait for their verdict). */
+  private flushRun(): void {
+    if (this.runStart < 0) return;
+    const buf = this.queue[this.queueHead].buf;
+    const end = this.heldStart >= 0 ? this.heldStart : this.runEnd;
+    if (end > this.runStart) this.emit(this.runStart === 0 && end === buf.length ? buf : buf.subarray(this.runStart, end));
+    if (this.heldStart >= 0) {
+      if (this.runEnd > this.heldStart) this.heldCopies.push(Buffer.from(buf.subarray(this.heldStart, this.runEnd)));
+      this.heldStart = -1;
+    }
+    this.runStart = -1;
+    this.runEnd = -1;
+  }
+
+  private setMode(mode: ForwardMode): void {
+    if (mode === this.mode) return;
+    if (this.mode === 'hold') {
+      if (mode === 'emit') {
+        // Held bytes of this chunk simply stay in the run; those of earlier chunks go first, as one copy.
+        if (this.heldCopies.length) {
+          const earlier = Buffer.concat(this.heldCopies);
+          this.heldCopies = [];
+          this.emit(earlier);
+        }
+        this.heldStart = -1;
+      } else {
+        this.heldCopies = [];
+        if (this.heldStart >= 0) {
+          // The run's held tail is cut off; what came before it still goes.
+          this.runEnd = this.heldStart;
+          this.heldStart = -1;
+        }
+      }
+    }
+    this.mode = mode;
+  }
+
   private advance(n: number): void {
     this.queueOffset += n;
     if (this.queueOffset >= this.queue[this.queueHead].buf.length) {
+      if (this.filtering) this.flushRun();
       this.queueHead++;
       this.queueOffset = 0;
       if (this.queueHead > 64 && this.queueHead * 2 > this.queue.length) {

@@ -11,19 +11,30 @@
  *    type left the client gets a proper "no security types" failure with a reason string.
  *  - client→server SetEncodings: reduced to encodings the server→client parser can size (encodings.ts).
  *  - client→server KeyEvent / PointerEvent / ClientCutText / QEMU key / SetDesktopSize: dropped in view-only.
+ *  - client→server ClientCutText: dropped when clipboardUp is off; server→client ServerCutText: cut out of the
+ *    stream when clipboardDown is off. Extended-clipboard forms (a length with the top bit set) from the client
+ *    are always dropped: SetEncodings never lets the extension through, so the server would misread them.
  * Everything else is forwarded byte for byte. After ServerInit the server→client direction is forwarded the
- * moment each chunk arrives (before it is parsed); the handshake messages before that are forwarded message
- * by message (a handful of bytes) because the security list may need rewriting.
+ * moment each chunk arrives (before it is parsed) unless messages must be cut out of it (clipboardDown off):
+ * then each chunk is forwarded in runs as it is parsed, minus the cut messages, in the same synchronous call.
+ * The handshake messages before ServerInit are forwarded message by message (a handful of bytes) because the
+ * security list may need rewriting.
  */
 import { RfbError } from './errors';
 import { Encoding, PIXEL_ENCODINGS, proxySupportsEncoding } from './encodings';
-import { Need, ParserGenerator, StreamFeeder, pass, passthrough, read, skip, waitUntil } from './feeder';
+import { Need, ParserGenerator, StreamFeeder, filter, forward, pass, passthrough, read, skip, waitUntil } from './feeder';
 import { PixelFormat, bytesPerPixel, compactPixelSize, isValidBpp, parsePixelFormat } from './pixel-format';
 
 export const SECURITY_NONE = 1;
 export const SECURITY_VNC_AUTH = 2;
 const MAX_REASON_BYTES = 64 * 1024;
 const MAX_NAME_BYTES = 1024 * 1024;
+const EXTENDED_CUT_TEXT = 0x80000000;
+
+/** Payload bytes of a cut-text message from its u32 length field (a negative s32 is the extended clipboard's). */
+function cutTextPayload(length: number): { bytes: number; extended: boolean } {
+  return length >= EXTENDED_CUT_TEXT ? { bytes: 0x100000000 - length, extended: true } : { bytes: length, extended: false };
+}
 
 export type InputKind = 'key' | 'pointer' | 'clipboard' | 'resize';
 export type ServerMessageKind = 'colourmap' | 'bell' | 'cuttext';
@@ -81,12 +92,20 @@ export interface RfbTrackerEvents {
   onRect?(rect: RectInfo): void;
   onUpdateEnd?(update: UpdateInfo): void;
   onInput?(kind: InputKind, forwarded: boolean): void;
-  onServerMessage?(kind: ServerMessageKind, bytes: number): void;
+  /** A server message other than FramebufferUpdate; `forwarded` is false when it was cut out of the stream. */
+  onServerMessage?(kind: ServerMessageKind, bytes: number, forwarded: boolean): void;
 }
 
 export interface RfbTrackerOptions {
   /** Drop KeyEvent, PointerEvent, ClientCutText, QEMU key events and SetDesktopSize instead of forwarding them. */
   viewOnly: boolean;
+  /** Forward ClientCutText to the server (default true; view-only drops it regardless). */
+  clipboardUp?: boolean;
+  /**
+   * Forward ServerCutText to the browser (default true). When false the server stream is filtered at message
+   * boundaries instead of passed through whole chunks (a little parsing cost per chunk; none when true).
+   */
+  clipboardDown?: boolean;
   /** Bytes to write to the VNC server (after rewriting/dropping). */
   toServer(chunk: Buffer): void;
   /** Bytes to send to the browser. */
@@ -313,10 +332,14 @@ export class RfbProtocolTracker {
     s.serverInitDone = true;
     this.options.toClient(Buffer.concat([init, name]));
     this.events.onServerInit?.({ width: s.width, height: s.height, pixelFormat, name: s.name });
-    yield* passthrough();
+    const filtered = this.options.clipboardDown === false;
+    yield* (filtered ? filter() : passthrough());
 
     for (;;) {
+      // Filtered: each message's type byte is held until the type says whether the message goes.
+      if (filtered) yield* forward('hold');
       const type = (yield* read(1))[0];
+      if (filtered) yield* forward(type === 3 ? 'drop' : 'emit');
       const messageStart = this.server.firstByteAt;
       if (s.pendingPixelFormat) {
         s.pixelFormat = s.pendingPixelFormat;
@@ -330,18 +353,19 @@ export class RfbProtocolTracker {
           const head = yield* read(5); // padding, first-colour, number-of-colours
           const colours = head.readUInt16BE(3);
           yield* skip(colours * 6);
-          this.events.onServerMessage?.('colourmap', 6 + colours * 6);
+          this.events.onServerMessage?.('colourmap', 6 + colours * 6, true);
           break;
         }
         case 2:
-          this.events.onServerMessage?.('bell', 1);
+          this.events.onServerMessage?.('bell', 1, true);
           break;
         case 3: {
           const head = yield* read(7); // 3 padding, u32 length
-          const length = head.readUInt32BE(3);
-          if (length >= 0x80000000) throw protocolError('extended clipboard message, but the extension was not negotiated');
-          yield* skip(length);
-          this.events.onServerMessage?.('cuttext', 8 + length);
+          const { bytes, extended } = cutTextPayload(head.readUInt32BE(3));
+          // Passed through, an extended message has already reached the browser and cannot be taken back.
+          if (extended && !filtered) throw protocolError('extended clipboard message, but the extension was not negotiated');
+          yield* skip(bytes);
+          this.events.onServerMessage?.('cuttext', 8 + bytes, !filtered);
           break;
         }
         default:
@@ -600,14 +624,14 @@ export class RfbProtocolTracker {
           break;
         case 6: {
           const head = yield* read(7); // 3 padding, u32 length
-          const length = head.readUInt32BE(3);
-          if (length >= 0x80000000) throw protocolError('extended clipboard message, but the extension was not negotiated');
-          if (this.options.viewOnly) {
-            yield* skip(length);
+          const { bytes, extended } = cutTextPayload(head.readUInt32BE(3));
+          // Extended forms (caps, request, peek, notify, provide) are never negotiated through the proxy: dropped.
+          if (extended || this.options.viewOnly || this.options.clipboardUp === false) {
+            yield* skip(bytes);
             this.events.onInput?.('clipboard', false);
           } else {
             this.options.toServer(Buffer.concat([type, head]));
-            yield* pass(length); // streamed, not buffered
+            yield* pass(bytes); // streamed, not buffered
             this.events.onInput?.('clipboard', true);
           }
           break;

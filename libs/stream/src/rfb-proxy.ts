@@ -43,6 +43,10 @@ export interface RfbSessionRecorder {
 export interface RfbSessionOptions {
   /** Drop keyboard, pointer, clipboard and resize messages from the browser. */
   viewOnly?: boolean;
+  /** Forward the browser's clipboard (ClientCutText) to the workspace. Default true. */
+  clipboardUp?: boolean;
+  /** Forward the workspace's clipboard (ServerCutText) to the browser. Default true (see RfbTrackerOptions). */
+  clipboardDown?: boolean;
   /** Both sides finished security elsewhere; the streams start at ClientInit/ServerInit (see RfbTrackerOptions). */
   preAuthenticated?: boolean;
   /** Called with each chunk once it has been written to the browser's socket (lets read buffers be reused). */
@@ -138,6 +142,8 @@ export interface RfbSessionStats {
   paused: boolean;
   inputForwarded: InputCounters;
   inputDropped: InputCounters;
+  /** The workspace's clipboard messages (ServerCutText) forwarded to the browser, and cut out (clipboardDown off). */
+  clipboardDown: { forwarded: number; dropped: number };
   /** Encodings the browser asked for and the ones kept by the proxy (last SetEncodings). */
   encodingsRequested: number[];
   encodingsNegotiated: number[];
@@ -189,6 +195,9 @@ export class RfbSession {
   private processingEwma: number | undefined;
   private readonly inputForwarded = counters();
   private readonly inputDropped = counters();
+  private readonly clipboardDownCounts = { forwarded: 0, dropped: 0 };
+  /** performance.now() of the last key, pointer or clipboard message from the browser (forwarded or not). */
+  private lastInputAt = performance.now();
   private encodingsRequested: number[] = [];
 
   private pingTimer: NodeJS.Timeout | undefined;
@@ -229,6 +238,8 @@ export class RfbSession {
 
     this.tracker = new RfbProtocolTracker({
       viewOnly: this.viewOnly,
+      clipboardUp: options.clipboardUp ?? true,
+      clipboardDown: options.clipboardDown ?? true,
       preAuthenticated: options.preAuthenticated ?? false,
       toServer: (chunk) => this.writeToServer(chunk),
       toClient: (chunk) => this.sendToClient(chunk),
@@ -248,6 +259,9 @@ export class RfbSession {
         onRect: (rect) => this.recordRect(rect),
         onUpdateEnd: (update) => this.recordUpdate(update),
         onInput: (kind, forwarded) => this.recordInput(kind, forwarded),
+        onServerMessage: (kind, _bytes, forwarded) => {
+          if (kind === 'cuttext') this.clipboardDownCounts[forwarded ? 'forwarded' : 'dropped']++;
+        },
         onSetPixelFormat: options.recorder ? (raw) => options.recorder?.pixelFormat(raw) : undefined,
       },
     });
@@ -336,8 +350,16 @@ export class RfbSession {
     }
   }
 
-  /** Closes both sides (idempotent). Websocket close code: 1000 normal, 1002 protocol error, 1011 otherwise. */
-  close(reason = 'closed by the server', initiator: RfbCloseInitiator = 'proxy', error?: Error): void {
+  /** Milliseconds since the browser last sent a key, pointer or clipboard message (or since the session opened). */
+  idleMs(now = performance.now()): number {
+    return now - this.lastInputAt;
+  }
+
+  /**
+   * Closes both sides (idempotent). Websocket close code: `code` when given (4000-4999: the application's own,
+   * for the browser client to tell reasons apart), else 1000 normal, 1002 protocol error, 1011 otherwise.
+   */
+  close(reason = 'closed by the server', initiator: RfbCloseInitiator = 'proxy', error?: Error, code?: number): void {
     if (this.closeInfo) return;
     this.closeInfo = { reason, initiator, error };
     if (this.pingTimer) clearInterval(this.pingTimer);
@@ -356,10 +378,10 @@ export class RfbSession {
       }
     }
     if (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING) {
-      const code = error instanceof RfbError && error.kind === 'protocol' ? 1002 : error ? 1011 : 1000;
+      const closeCode = code ?? (error instanceof RfbError && error.kind === 'protocol' ? 1002 : error ? 1011 : 1000);
       const text = Buffer.from(reason, 'utf8').subarray(0, 120).toString('utf8').replace(/\uFFFD+$/, '');
       try {
-        this.ws.close(code, text);
+        this.ws.close(closeCode, text);
       } catch {
         this.ws.terminate();
       }
@@ -522,6 +544,7 @@ export class RfbSession {
     const c = forwarded ? this.inputForwarded : this.inputDropped;
     c[kind]++;
     c.total++;
+    if (kind !== 'resize') this.lastInputAt = performance.now();
   }
 
   stats(): RfbSessionStats {
@@ -557,6 +580,7 @@ export class RfbSession {
       paused: this.paused,
       inputForwarded: { ...this.inputForwarded },
       inputDropped: { ...this.inputDropped },
+      clipboardDown: { ...this.clipboardDownCounts },
       encodingsRequested: [...this.encodingsRequested],
       encodingsNegotiated: [...state.encodings],
       desktopName: state.name,
