@@ -114,6 +114,12 @@ export class AppConfig {
   /** Lifetime of pre-authorized recording download links (preauth_download_link), seconds. */
   @Transform(toInt) @IsInt() @Min(10) @Max(7 * 24 * 3600) RECORDING_LINK_TTL_SECONDS = 3600;
 
+  /**
+   * Length of one minute of the idle_disconnect client setting, ms. Always 60000 in a deployment; tests shorten it
+   * so an idle disconnect happens within seconds. The gateway checks idleness every tenth of it (at most every 5 s).
+   */
+  @Transform(toInt) @IsInt() @Min(100) @Max(60_000) IDLE_DISCONNECT_MINUTE_MS = 60_000;
+
   @IsIn(['error', 'warn', 'log', 'debug', 'verbose']) LOG_LEVEL = 'log';
   /** Worker: concurrent jobs per queue in one process. */
   @Transform(toInt) @IsInt() @Min(1) @Max(64) WORKER_CONCURRENCY = 4;

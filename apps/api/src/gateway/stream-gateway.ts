@@ -11,7 +11,8 @@ import { RedisConnections } from '@ws/queue';
 import { RecordingCapture } from '@ws/recordings/capture';
 import { ReadBufferPool } from '@ws/stream/read-buffer-pool';
 import { RfbSession, RfbSessionRegistry } from '@ws/stream/rfb-proxy';
-import { STREAM_STATS_TTL_SECONDS, streamStatsKey, StreamSnapshot, StreamStanding, WorkspaceAccess } from '@ws/workspaces';
+import { ClientSettings, DEFAULT_CLIENT_SETTINGS } from '@ws/groups/group-settings';
+import { STREAM_STATS_TTL_SECONDS, streamStatsKey, StreamSnapshot, StreamStanding, withOverride, Workspace, WorkspaceAccess, WorkspacesService } from '@ws/workspaces';
 import { originAllowed } from '../client/browser-request-guard';
 import { STREAM_COOKIE } from '../client/client-connect.controller';
 import { AudioGateway } from './audio-gateway';
@@ -21,10 +22,15 @@ import { authenticateToServer, greetBrowser } from './rfb-handshakes';
 const STREAM_PATH = /^\/api\/stream\/([0-9a-fA-F-]{32,36})\/vnc$/;
 const HANDSHAKE_TIMEOUT_MS = 10_000;
 const STATS_INTERVAL_MS = 1000;
+/** Websocket close code (application range) of an idle disconnect: the browser client tells it apart by it. */
+export const IDLE_CLOSE_CODE = 4001;
 
 interface Connection extends StreamStanding {
   session: RfbSession;
   workspaceId: string;
+  /** The owner's idle_disconnect in ms (0: never); view-only joiners are not timed. */
+  idleLimitMs: number;
+  idleReason: string;
 }
 
 /**
@@ -32,7 +38,9 @@ interface Connection extends StreamStanding {
  * owner (or a view-only token from join_workspace); authenticates to the VNC server itself, so the browser
  * never sees the VNC password; enforces view-only in the protocol; closes connections whose session token
  * is revoked or whose user (or workspace owner) is locked or disabled; and publishes each connection's
- * measurements to Redis for the stats operations.
+ * measurements to Redis for the stats operations. The workspace's effective client settings, read at admission
+ * (a change applies from the next connection), are enforced in the protocol too: clipboard up and down (a
+ * view-only joiner never gets the workspace's clipboard), and idle_disconnect closes the owner's stream.
  */
 @Injectable()
 export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
@@ -43,6 +51,7 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly readBuffers = new ReadBufferPool();
   private readonly connections = new Set<Connection>();
   private statsTimer: NodeJS.Timeout | null = null;
+  private idleTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly adapterHost: HttpAdapterHost,
@@ -53,6 +62,7 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly limiter: AuthRateLimiter,
     private readonly recordings: RecordingCapture,
     private readonly audio: AudioGateway,
+    private readonly workspaces: WorkspacesService,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -63,10 +73,13 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
     this.notifications.onReset(() => void this.recheck(() => true));
     this.statsTimer = setInterval(() => void this.publishStats(), STATS_INTERVAL_MS);
     this.statsTimer.unref();
+    this.idleTimer = setInterval(() => this.closeIdle(), Math.min(5000, Math.max(50, this.config.IDLE_DISCONNECT_MINUTE_MS / 10)));
+    this.idleTimer.unref();
   }
 
   async onModuleDestroy(): Promise<void> {
     if (this.statsTimer) clearInterval(this.statsTimer);
+    if (this.idleTimer) clearInterval(this.idleTimer);
     for (const c of this.connections) c.session.close('the server is shutting down', 'proxy');
     this.wss.close();
   }
@@ -92,6 +105,7 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
       const jwt = cookie(request.headers.cookie, STREAM_COOKIE);
       if (!jwt) throw new ApiError(ErrorCode.Unauthenticated, 'No session: open the workspace link first');
       const grant = await this.access.authorizeStream(jwt, match[1]);
+      const settings = await this.clientSettings(grant.workspace);
       admitted = true;
       const { workspace } = grant;
       const port = workspace.hostPorts.vnc;
@@ -111,10 +125,18 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
             const recorder = record ? this.recordings.begin({ workspaceId: workspace.id, userId: workspace.userId, clientId }) : null;
             const session = new RfbSession(ws, server, {
               preAuthenticated: true, viewOnly: grant.viewOnly, workspaceId: workspace.id, userId: grant.userId, clientId,
+              clipboardUp: settings.allow_workspace_clipboard_up === true,
+              // The owner's clipboard is the owner's: a view-only joiner never receives it.
+              clipboardDown: settings.allow_workspace_clipboard_down === true && !grant.viewOnly,
               onChunkSent: (chunk) => this.readBuffers.release(chunk), recorder: recorder ?? undefined,
             });
             if (recorder) session.onClose(() => void recorder.end());
-            const connection: Connection = { session, workspaceId: workspace.id, sessionTokenId: grant.sessionTokenId, userId: grant.userId, ownerId: workspace.userId };
+            const idleMinutes = grant.viewOnly ? 0 : Math.max(0, Math.floor(settings.idle_disconnect));
+            const connection: Connection = {
+              session, workspaceId: workspace.id, sessionTokenId: grant.sessionTokenId, userId: grant.userId, ownerId: workspace.userId,
+              idleLimitMs: idleMinutes * this.config.IDLE_DISCONNECT_MINUTE_MS,
+              idleReason: `Disconnected after ${idleMinutes} minute${idleMinutes === 1 ? '' : 's'} without input`,
+            };
             this.connections.add(connection);
             this.registry.add(workspace.id, session);
             session.onClose(() => {
@@ -135,6 +157,19 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
       if (dependency) return reject(socket, 503, `${dependency} is unavailable; retry later`);
       this.logger.warn(`stream ${match[1]}: ${(err as Error).message}`);
       return reject(socket, 502, `The workspace's desktop did not answer: ${(err as Error).message}`);
+    }
+  }
+
+  /** The workspace's effective client settings: its owner's groups', overlaid with a cast link's enforced ones. */
+  private async clientSettings(workspace: Workspace): Promise<ClientSettings> {
+    const groups = workspace.userId ? (await this.workspaces.settingsFor(workspace.userId)).clientSettings : DEFAULT_CLIENT_SETTINGS;
+    return withOverride(groups, workspace);
+  }
+
+  /** Closes the owner connections that had no key, pointer or clipboard input for their idle_disconnect. */
+  private closeIdle(): void {
+    for (const { session, idleLimitMs, idleReason } of this.connections) {
+      if (idleLimitMs > 0 && session.idleMs() >= idleLimitMs) session.close(idleReason, 'proxy', undefined, IDLE_CLOSE_CODE);
     }
   }
 
