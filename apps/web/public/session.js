@@ -3,6 +3,8 @@ import { createAudio } from './audio.js';
 import { h, setState, showScreen } from './ui.js';
 
 const IDLE_CHECK_MS = 15_000;
+/** The gateway's close code when it ended the stream after idle_disconnect minutes without input. */
+const IDLE_CLOSE_CODE = 4001;
 
 /**
  * Opens the stream described by a running `POST /api/client/connect` answer.
@@ -22,8 +24,17 @@ export function openSession(RFB, { info, flags, onConnect, onEnd, showTips }) {
   let endReason = 'lost';
   let endDetail = '';
   const cleanups = [];
+  const idleMinutes = Number(settings.idle_disconnect) || 0;
 
-  const rfb = new RFB(screen, streamUrl(info.stream_path), { shared: true });
+  // The websocket is ours (noVNC attaches to it) so the gateway's close reason is seen; this listener is
+  // registered before noVNC's handler, so the reason is known when noVNC reports the disconnect.
+  const channel = new window.WebSocket(streamUrl(info.stream_path));
+  channel.addEventListener('close', (event) => {
+    if (event.code !== IDLE_CLOSE_CODE) return;
+    endReason = 'idle';
+    endDetail = /after (.+?) without input/.exec(event.reason)?.[1] ?? `${idleMinutes} minute${idleMinutes === 1 ? '' : 's'}`;
+  });
+  const rfb = new RFB(screen, channel, { shared: true });
   window.__rfb = rfb;
   rfb.viewOnly = viewOnly;
   rfb.background = '#0f1115';
@@ -63,7 +74,8 @@ export function openSession(RFB, { info, flags, onConnect, onEnd, showTips }) {
     rfb.disconnect();
   });
   rfb.addEventListener('clipboard', (event) => {
-    if (settings.allow_workspace_clipboard_down === true) panel?.clipboardReceived(event.detail?.text ?? '');
+    // The gateway sends a view-only joiner no clipboard at all; this only keeps the page consistent with it.
+    if (settings.allow_workspace_clipboard_down === true && !viewOnly) panel?.clipboardReceived(event.detail?.text ?? '');
   });
   rfb.addEventListener('disconnect', (event) => {
     if (ended) return;
@@ -71,9 +83,9 @@ export function openSession(RFB, { info, flags, onConnect, onEnd, showTips }) {
     onEnd({ reason: endReason, clean: event.detail?.clean === true, detail: endDetail, connected });
   });
 
-  // Idle disconnect (client_settings.idle_disconnect, minutes; 0 = never).
-  const idleMinutes = Number(settings.idle_disconnect) || 0;
-  if (idleMinutes > 0) {
+  // Idle disconnect (client_settings.idle_disconnect, minutes; 0 = never). The gateway enforces it for the
+  // owner's stream (and says so with IDLE_CLOSE_CODE); this check ends the page's side without a round trip.
+  if (idleMinutes > 0 && !viewOnly) {
     let lastInput = Date.now();
     const touch = () => { lastInput = Date.now(); };
     for (const type of ['pointerdown', 'pointermove', 'keydown', 'wheel', 'touchstart']) {
@@ -132,7 +144,8 @@ export function streamUrl(streamPath) {
 function buildControlPanel(rfb, { settings, viewOnly, disconnect, extraItems = [] }) {
   const cleanups = [];
   const clipboardUp = settings.allow_workspace_clipboard_up === true && !viewOnly;
-  const clipboardDown = settings.allow_workspace_clipboard_down === true;
+  // A view-only joiner never gets the workspace's clipboard (the gateway drops it), so no drawer for it either.
+  const clipboardDown = settings.allow_workspace_clipboard_down === true && !viewOnly;
 
   const items = [];
 
