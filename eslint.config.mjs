@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'data/**', 'apps/web/dist/**', 'apps/web/vendor/**', 'coverage/**'] },
+  { ignores: ['dist/**', '.dist-*/**', 'node_modules/**', 'data/**', 'apps/web/dist/**', 'apps/web/vendor/**', 'coverage/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -19,7 +19,7 @@ export default tseslint.config(
   },
   {
     files: ['apps/web/**/*.js'],
-    languageOptions: { sourceType: 'module', globals: { window: 'readonly', document: 'readonly', location: 'readonly', sessionStorage: 'readonly', fetch: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', URLSearchParams: 'readonly', history: 'readonly', navigator: 'readonly', console: 'readonly', HTMLElement: 'readonly', Event: 'readonly', KeyboardEvent: 'readonly', AbortController: 'readonly', DOMException: 'readonly', URL: 'readonly', Node: 'readonly' } },
+    languageOptions: { sourceType: 'module', globals: { window: 'readonly', document: 'readonly', location: 'readonly', sessionStorage: 'readonly', fetch: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', URLSearchParams: 'readonly', history: 'readonly', navigator: 'readonly', console: 'readonly', HTMLElement: 'readonly', Event: 'readonly', KeyboardEvent: 'readonly', AbortController: 'readonly', DOMException: 'readonly', URL: 'readonly', Node: 'readonly', XMLHttpRequest: 'readonly', queueMicrotask: 'readonly' } },
   },
   {
     files: ['**/*.js', '**/*.mjs'],
