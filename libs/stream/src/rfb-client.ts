@@ -15,6 +15,8 @@ import { SECURITY_NONE, SECURITY_VNC_AUTH, flowForVersion, parseProtocolVersion 
 export const DEFAULT_RFB_TIMEOUT_MS = 10_000;
 const MAX_REASON_BYTES = 64 * 1024;
 const MAX_NAME_BYTES = 1024 * 1024;
+/** ServerCutText up to this size is kept (serverCutTexts); longer ones are skipped. */
+const MAX_KEPT_CUT_TEXT_BYTES = 1024 * 1024;
 /** Framebuffers above this many pixels are refused (8K UHD is 33.2 Mpx). */
 export const DEFAULT_MAX_PIXELS = 40_000_000;
 
@@ -174,6 +176,8 @@ export class RfbClient {
   private fbHeight: number;
   private busy = false;
   private closed = false;
+  /** The texts of the ServerCutText messages read so far (latin1; the newest 16), oldest first. */
+  readonly serverCutTexts: string[] = [];
 
   private constructor(
     private readonly stream: Duplex,
@@ -516,7 +520,12 @@ export class RfbClient {
         return null; // Bell
       case 3: {
         const length = (await r.read(7, deadline, 'ServerCutText')).readUInt32BE(3);
-        await r.skip(length, deadline, 'cut text');
+        if (length > MAX_KEPT_CUT_TEXT_BYTES) {
+          await r.skip(length, deadline, 'cut text');
+          return null;
+        }
+        this.serverCutTexts.push((await r.read(length, deadline, 'cut text')).toString('latin1'));
+        if (this.serverCutTexts.length > 16) this.serverCutTexts.shift();
         return null;
       }
       default:
