@@ -8,6 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { GroupsService } from '@ws/groups';
 import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
 import { ZonesService } from '@ws/zones';
@@ -47,7 +48,8 @@ describe('browser client (noVNC in chromium against a live api and workspace)', 
     mkdirSync(RESULTS, { recursive: true });
     // Before any worker runs: a build blocks this process (execFileSync) and would cost the workers their job locks.
     const imageName = desktopImage();
-    api = await TestApi.start({ WORKER_LOCK_MS: 3000 });
+    // One idle_disconnect minute is a second here (only the idle test sets idle_disconnect).
+    api = await TestApi.start({ WORKER_LOCK_MS: 3000, IDLE_DISCONNECT_MINUTE_MS: 1000 });
     await api.app.listen(0, '127.0.0.1');
     base = (await api.app.getUrl()).replace(/\/$/, '');
     const page = await api.raw().get('/');
@@ -338,5 +340,19 @@ describe('browser client (noVNC in chromium against a live api and workspace)', 
     await expectState(plain, 'disconnected');
     await plain.getByRole('button', { name: 'Reconnect' }).click();
     await expectState(plain, 'connected');
+  });
+
+  it('the gateway\'s idle disconnect shows why the desktop went away', async () => {
+    await api.app.get(GroupsService).updateSettings('All Users', { clientSettings: { idle_disconnect: 2 } });
+    try {
+      const page = await open(`${ownerUrl}?disable_tips=1`);
+      await expectState(page, 'connected');
+      // No pointer or key input from this page: the gateway closes the stream after 2 "minutes" (2 s here).
+      await page.waitForFunction(() => document.body.dataset.state !== 'connected', null, { timeout: 30_000, polling: 50 });
+      await expectState(page, 'disconnected');
+      expect(await page.evaluate(() => document.getElementById('page')?.innerText ?? '')).toContain('You were disconnected after 2 minutes without activity.');
+    } finally {
+      await api.app.get(GroupsService).updateSettings('All Users', { clientSettings: { idle_disconnect: 0 } });
+    }
   });
 });
