@@ -137,6 +137,36 @@ describe('RfbSession', () => {
     expect(session.stats().inputForwarded.total).toBe(0);
   });
 
+  it('clipboard switches: counts what was cut out of each direction', () => {
+    const { ws, socket, session } = open({ clipboardUp: false, clipboardDown: false });
+    afterCleanup.push(session);
+    const sentBefore = Buffer.concat(ws.sent).length;
+    const cut = cat(u8(3, 0, 0, 0), u32(6), Buffer.from('secret'));
+    const u1 = update([rects.tightFill(0, 0, 64, 40)]);
+    socket.fromServer(cat(cut, u1, cut));
+    expect(Buffer.concat(ws.sent).subarray(sentBefore)).toEqual(u1);
+    ws.fromBrowser(cm.cutText('up'));
+    expect(session.stats().clipboardDown).toEqual({ forwarded: 0, dropped: 2 });
+    expect(session.stats().inputDropped.clipboard).toBe(1);
+  });
+
+  it('idle time: reset by key, pointer and clipboard input (dropped or not), not by a resize', async () => {
+    const { ws, session } = open({ clipboardUp: false });
+    afterCleanup.push(session);
+    await waitFor('some idle time', () => session.idleMs() >= 200);
+    ws.fromBrowser(cm.setDesktopSize(640, 400, 1));
+    expect(session.idleMs()).toBeGreaterThanOrEqual(200);
+    const idle = session.idleMs();
+    ws.fromBrowser(cm.cutText('dropped, but the user is there'));
+    expect(session.idleMs()).toBeLessThan(idle);
+  });
+
+  it('closes with an application close code when given one', () => {
+    const { ws, session } = open();
+    session.close('Disconnected after 5 minutes without input', 'proxy', undefined, 4001);
+    expect(ws.closedWith).toEqual({ code: 4001, reason: 'Disconnected after 5 minutes without input' });
+  });
+
   it('pauses the VNC socket while the browser backlog is above the high-water mark', async () => {
     const { ws, socket, session } = open({ highWaterBytes: 1000 });
     afterCleanup.push(session);
