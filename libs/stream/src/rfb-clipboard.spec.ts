@@ -160,6 +160,21 @@ describe('clipboard down (ServerCutText towards the browser)', () => {
     expect(Buffer.concat(h.toClient)).toEqual(cat(u3, u3));
   });
 
+  it('filtering starts right after ServerInit, in the same chunk, without repeating or losing a byte', () => {
+    for (const split of splits.map(([, f]) => f)) {
+      const toClient: Buffer[] = [];
+      const tracker = new RfbProtocolTracker({
+        viewOnly: false, clipboardDown: false, preAuthenticated: true,
+        toServer: () => undefined, toClient: (b) => toClient.push(Buffer.from(b)), onError: (e) => { throw e; },
+      });
+      tracker.pushFromClient(u8(1));
+      tracker.pushFromClient(cm.setEncodings([Encoding.Raw, Encoding.ZRLE, Encoding.Tight, Encoding.DesktopSize]));
+      const init = serverInit(640, 400);
+      split(cat(init, cut1, u1, cut2, u3)).forEach((c) => tracker.pushFromServer(c));
+      expect(Buffer.concat(toClient)).toEqual(cat(init, u1, u3));
+    }
+  });
+
   it('an extended ServerCutText that was passed through is a protocol error (it cannot be taken back)', () => {
     const h = streaming({ clipboardDown: true });
     h.tracker.pushFromServer(extended(3, EXT_NOTIFY | EXT_TEXT));
