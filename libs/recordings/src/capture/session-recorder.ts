@@ -18,8 +18,23 @@ export interface RecorderLimits {
   maxPendingSegments: number;
 }
 
-const STAGING_BYTES = 256 * 1024;
-const SPARE_STAGING_BUFFERS = 8;
+const STAGING_BYTES = 512 * 1024;
+/** Staging buffers kept for reuse, shared by the process's recorders (at most 16 MiB idle). */
+const IDLE_STAGING_BUFFERS = 32;
+const idleStaging: Buffer[] = [];
+
+/**
+ * A staging buffer, reused when one is idle. Fresh ones are off-heap memory that V8 counts against its external
+ * limit: at 100+ MiB/s, allocating one per flush while the disk lags made major collections (on the api's whole
+ * heap) the largest cost of recording.
+ */
+function takeStaging(): Buffer {
+  return idleStaging.pop() ?? Buffer.allocUnsafeSlow(STAGING_BYTES);
+}
+
+function returnStaging(buffer: Buffer): void {
+  if (idleStaging.length < IDLE_STAGING_BUFFERS) idleStaging.push(buffer);
+}
 
 export const DEFAULT_RECORDER_LIMITS: Omit<RecorderLimits, 'segmentBytes' | 'segmentMs'> = {
   maxSpoolBacklogBytes: 64 * 1024 * 1024,
@@ -73,9 +88,8 @@ export class SessionRecorder implements RfbSessionRecorder {
   private state: RecorderState = 'recording';
   private segment: OpenSegment | null = null;
   /** Records not yet handed to the current segment's stream (at most STAGING_BYTES; lost only if the process dies). */
-  private staging: Buffer = Buffer.allocUnsafe(STAGING_BYTES);
+  private staging: Buffer = takeStaging();
   private staged = 0;
-  private readonly spare: Buffer[] = [];
   private nextSegment = 0;
   private serverRecords = 0;
   private pendingUploads = 0;
@@ -165,15 +179,12 @@ export class SessionRecorder implements RfbSessionRecorder {
     }
   }
 
-  /**
-   * Hands the gathered records to the spool file. The buffer is reused once written: allocating a fresh one per
-   * flush made the garbage collector the largest cost of recording at 100 MiB/s.
-   */
+  /** Hands the gathered records to the spool file; the buffer goes back to the idle ones once written. */
   private flush(segment: OpenSegment): void {
     if (this.staged === 0) return;
     const full = this.staging;
-    segment.stream.write(full.subarray(0, this.staged), () => this.spare.length < SPARE_STAGING_BUFFERS && this.spare.push(full));
-    this.staging = this.spare.pop() ?? Buffer.allocUnsafe(STAGING_BYTES);
+    segment.stream.write(full.subarray(0, this.staged), () => returnStaging(full));
+    this.staging = takeStaging();
     this.staged = 0;
   }
 
@@ -271,6 +282,8 @@ export class SessionRecorder implements RfbSessionRecorder {
       // The row stays `recording`; finalizeAbandoned ends it with the segments it counts.
       this.options.log.warn(`recording ${this.id}: finalizing its row failed: ${(err as Error).message}`);
     } finally {
+      // Nothing is written any more: the (unwritten) staging buffer serves the next recording.
+      returnStaging(this.staging);
       await rm(this.options.spoolDir, { recursive: true, force: true }).catch(() => undefined);
       this.resolveClosed();
     }
