@@ -1,3 +1,4 @@
+import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { createWebSocketStream, WebSocket } from 'ws';
 import { GroupsService } from '@ws/groups';
@@ -28,6 +29,8 @@ describe('stream gateway: client settings enforced in the protocol', () => {
   let api: TestApi;
   let base: string;
   let key: TestKey;
+  let admin: TestKey;
+  let imageId: string;
   let workspaceId: string;
   let containerId: string;
   let ownerJwt: string;
@@ -38,8 +41,8 @@ describe('stream gateway: client settings enforced in the protocol', () => {
   const settings = (clientSettings: Record<string, boolean | number>) => api.app.get(GroupsService).updateSettings('All Users', { clientSettings });
   const unique = (what: string) => `${what}-${process.pid}-${++texts}-${Math.random().toString(36).slice(2, 8)}`;
 
-  async function open(jwt: string): Promise<Stream> {
-    const ws = new WebSocket(`${base.replace('http', 'ws')}/api/stream/${workspaceId}/vnc`, { headers: { cookie: `ws_stream=${jwt}` } });
+  async function open(jwt: string, workspace = workspaceId): Promise<Stream> {
+    const ws = new WebSocket(`${base.replace('http', 'ws')}/api/stream/${workspace}/vnc`, { headers: { cookie: `ws_stream=${jwt}` } });
     const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
     // Attached before 'open', as a browser does: the gateway greets as soon as the upgrade completes.
     const duplex = createWebSocketStream(ws);
@@ -62,16 +65,16 @@ describe('stream gateway: client settings enforced in the protocol', () => {
   }
 
   /** Sets the workspace's CLIPBOARD and PRIMARY selections (xclip stays running as their owner). */
-  async function setWorkspaceClipboard(text: string): Promise<void> {
-    await dockerExec(containerId, `printf %s '${text}' > /tmp/clip && for s in clipboard primary; do xclip -selection $s -i /tmp/clip >/dev/null 2>&1; done`);
+  async function setWorkspaceClipboard(text: string, container = containerId): Promise<void> {
+    await dockerExec(container, `printf %s '${text}' > /tmp/clip && for s in clipboard primary; do xclip -selection $s -i /tmp/clip >/dev/null 2>&1; done`);
   }
 
   /**
    * What the workspace holds of a client's clipboard: x11vnc stores received text in cut buffer 0 (it also claims
    * PRIMARY and CLIPBOARD, but does not answer selection requests in this image).
    */
-  async function workspaceCutBuffer(): Promise<string> {
-    return (await dockerExec(containerId, 'timeout 5 xclip -o -selection buffer-cut 2>/dev/null || true')).toString();
+  async function workspaceCutBuffer(container = containerId): Promise<string> {
+    return (await dockerExec(container, 'timeout 5 xclip -o -selection buffer-cut 2>/dev/null || true')).toString();
   }
 
   /** Reads whole (non-incremental) updates, so ServerCutText sent meanwhile is read, until `until()` holds. */
@@ -88,8 +91,9 @@ describe('stream gateway: client settings enforced in the protocol', () => {
     const zone = await api.app.get(ZonesService).ensure('default');
     await api.app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 4, memory: 8 * 1024 ** 3 });
     const image = await api.app.get(ImagesService).upsert({ name: desktopImage(), friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2, xRes: 640, yRes: 400 });
+    imageId = image.id;
     key = await api.key(['Users Auth Session', 'User']);
-    const admin = await api.key(['Global Admin']);
+    admin = await api.key(['Global Admin']);
     const ownerId = (await api.call('create_user', admin, { target_user: { username: 'enforce-owner' } })).body.user.user_id;
     const joinerId = (await api.call('create_user', admin, { target_user: { username: 'enforce-joiner' } })).body.user.user_id;
     const requested = (await api.call('request_workspace', key, { user_id: ownerId, image_id: image.id, enable_sharing: true })).body;
@@ -108,7 +112,6 @@ describe('stream gateway: client settings enforced in the protocol', () => {
   afterEach(async () => {
     for (const s of streams.splice(0)) await s.rfb.close().catch(() => undefined);
     await settings({ allow_workspace_clipboard_up: true, allow_workspace_clipboard_down: true, idle_disconnect: 0 });
-    await api.app.get(DataSource).query(`UPDATE workspaces SET client_settings_override = '{}'`);
   });
   afterAll(async () => api?.close());
 
@@ -138,22 +141,37 @@ describe('stream gateway: client settings enforced in the protocol', () => {
     expect(gateway.stats().clipboardDown.forwarded).toBe(0);
   }, 90_000);
 
-  it('a cast link\'s enforced settings (the workspace\'s override) win over the group\'s', async () => {
-    // What a cast launch with enforce_client_settings records (casting.e2e-spec); the group allows both directions.
-    await api.app.get(DataSource).query(`UPDATE workspaces SET client_settings_override = '{"allow_workspace_clipboard_down": false, "allow_workspace_clipboard_up": false}'`);
-    const owner = await open(ownerJwt);
+  it('a cast link\'s enforced settings win over the group\'s (a workspace launched from the link)', async () => {
+    const link = await api.call('create_cast_config', admin, {
+      target_cast_config: {
+        casting_config_name: 'Enforced', image_id: imageId, key: unique('enforced'), allow_anonymous: true, enforce_client_settings: true,
+        allow_workspace_clipboard_down: false, allow_workspace_clipboard_up: false,
+      },
+    });
+    expect(link.status).toBe(200);
+    const launched = await request(api.app.getHttpServer()).post('/api/client/cast').set('content-type', 'application/json').send({ key: link.body.cast_config.key });
+    expect(launched.status).toBe(200);
+    const cast = { workspaceId: launched.body.workspace_id as string, jwt: launched.body.session_jwt as string };
+    // As the browser client waits: the connect route answers the workspace's status (a status call would renew the link).
+    await waitFor('the cast workspace running', async () => {
+      const res = await request(api.app.getHttpServer()).post('/api/client/connect').send({ session_jwt: cast.jwt, workspace_id: cast.workspaceId });
+      return res.body.operational_status === 'running' ? true : undefined;
+    }, 120_000, 250);
+    const [{ container_id: castContainer }] = await api.app.get(DataSource).query('SELECT container_id FROM workspaces WHERE id = $1', [cast.workspaceId.replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5')]);
+    const owner = await open(cast.jwt, cast.workspaceId);
     const gateway = session(false);
     const down = unique('cast-down');
-    await setWorkspaceClipboard(down);
-    await waitFor('the workspace clipboard dropped', async () => (gateway.stats().clipboardDown.dropped > 0 ? true : undefined), 20_000);
-    owner.rfb.sendClientCutText(unique('cast-up'));
+    await setWorkspaceClipboard(down, castContainer);
+    await waitFor('the workspace clipboard dropped', async () => (gateway.stats().clipboardDown.dropped > 0 ? true : undefined), 45_000);
+    const up = unique('cast-up');
+    owner.rfb.sendClientCutText(up);
     owner.rfb.sendPointerEvent(6, 6);
     await waitFor('the gateway to handle both', async () => (gateway.stats().inputForwarded.pointer === 1 ? true : undefined), 10_000);
     expect(gateway.stats().inputDropped.clipboard).toBe(1);
     await pumpUntil(owner, 'an update after the drop', () => true);
     expect(owner.rfb.serverCutTexts).toEqual([]);
-    expect(await workspaceCutBuffer()).not.toContain('cast-up');
-  }, 90_000);
+    expect(await workspaceCutBuffer(castContainer)).not.toContain(up);
+  }, 180_000);
 
   // After the clipboard-down tests: x11vnc may hold back its own selection changes for a while after a client set it.
   it('clipboard up: the client\'s text reaches the workspace when allowed, and is dropped when not', async () => {
