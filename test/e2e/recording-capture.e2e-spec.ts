@@ -292,12 +292,14 @@ describe.each(['file', 's3'] as const)('session recording capture through the ga
       return;
     }
     try {
-      const file = join(scratch, 'thread-segment.wsrc');
       const body = Buffer.concat([CAPTURE_MAGIC, recordHeader(CaptureRecordKind.Server, 5, 3), Buffer.from('abc'), recordHeader(CaptureRecordKind.End, 9, 0)]);
-      writeFileSync(file, body);
       const keys = ['recordings/thread-test/capture/segment-000000.wsrc', 'recordings/thread-test/capture/segment-000001.wsrc'];
-      const sizes = await Promise.all(keys.map((k) => uploader.upload(k, file)));
+      // The store takes each spool file (file:// renames it into place): one file per upload.
+      const files = keys.map((_, i) => join(scratch, `thread-segment-${i}.wsrc`));
+      for (const file of files) writeFileSync(file, body);
+      const sizes = await Promise.all(keys.map((k, i) => uploader.upload(k, files[i])));
       expect(sizes).toEqual([{ size: body.length }, { size: body.length }]);
+      expect(files.filter((file) => existsSync(file))).toEqual([]);
       expect((await recordsOf(store, [keys[0]])).map((r) => [r.kind, r.at, r.payload.toString()])).toEqual([[CaptureRecordKind.Server, 5, 'abc'], [CaptureRecordKind.End, 9, '']]);
       await expect(uploader.upload('recordings/thread-test/missing.wsrc', join(scratch, 'no-such-file'))).rejects.toThrow(/ENOENT/);
     } finally {
