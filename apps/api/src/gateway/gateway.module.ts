@@ -4,7 +4,8 @@ import { RecordingCaptureModule } from '@ws/recordings/capture';
 import { SessionToken } from '@ws/users/session-token.entity';
 import { WorkspacesModule } from '@ws/workspaces';
 import { AudioGateway } from './audio-gateway';
+import { StreamAdmission } from './stream-admission';
 import { StreamGateway } from './stream-gateway';
 
-@Module({ imports: [TypeOrmModule.forFeature([SessionToken]), WorkspacesModule, RecordingCaptureModule], providers: [StreamGateway, AudioGateway], exports: [StreamGateway] })
+@Module({ imports: [TypeOrmModule.forFeature([SessionToken]), WorkspacesModule, RecordingCaptureModule], providers: [StreamAdmission, StreamGateway, AudioGateway], exports: [StreamGateway] })
 export class GatewayModule {}

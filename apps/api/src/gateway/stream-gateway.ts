@@ -1,23 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, Server as HttpServer } from 'node:http';
-import { connect, Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { WebSocketServer } from 'ws';
-import { ApiError, AppConfig, dependencyOutage, ErrorCode, httpStatusFor, RETRY_AFTER_SECONDS } from '@ws/common';
-import { AuthRateLimiter } from '@ws/auth';
-import { PgNotifications } from '@ws/database/pg-notifications';
+import { ApiError, AppConfig, ErrorCode } from '@ws/common';
 import { RedisConnections } from '@ws/queue';
 import { RecordingCapture } from '@ws/recordings/capture';
 import { ReadBufferPool } from '@ws/stream/read-buffer-pool';
 import { RfbSession, RfbSessionRegistry } from '@ws/stream/rfb-proxy';
-import { ClientSettings, DEFAULT_CLIENT_SETTINGS } from '@ws/groups/group-settings';
-import { STREAM_STATS_TTL_SECONDS, streamStatsKey, StreamSnapshot, StreamStanding, withOverride, Workspace, WorkspaceAccess, WorkspacesService } from '@ws/workspaces';
-import { originAllowed } from '../client/browser-request-guard';
-import { STREAM_COOKIE } from '../client/client-connect.controller';
+import { STREAM_STATS_TTL_SECONDS, streamStatsKey, StreamSnapshot, StreamStanding } from '@ws/workspaces';
 import { AudioGateway } from './audio-gateway';
 import { AUDIO_STREAM_PATH, AudioKind } from './audio-policy';
+import { openDesktopTcp } from './desktop-tcp';
 import { authenticateToServer, greetBrowser } from './rfb-handshakes';
+import { refuseUpgrade, StreamAdmission, writeRefusal } from './stream-admission';
 
 const STREAM_PATH = /^\/api\/stream\/([0-9a-fA-F-]{32,36})\/vnc$/;
 const HANDSHAKE_TIMEOUT_MS = 10_000;
@@ -55,22 +52,16 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
 
   constructor(
     private readonly adapterHost: HttpAdapterHost,
-    private readonly access: WorkspaceAccess,
-    private readonly notifications: PgNotifications,
+    private readonly admission: StreamAdmission,
     private readonly redis: RedisConnections,
     private readonly config: AppConfig,
-    private readonly limiter: AuthRateLimiter,
     private readonly recordings: RecordingCapture,
     private readonly audio: AudioGateway,
-    private readonly workspaces: WorkspacesService,
   ) {}
 
-  async onApplicationBootstrap(): Promise<void> {
+  onApplicationBootstrap(): void {
     const server = this.adapterHost.httpAdapter.getHttpServer() as HttpServer;
     server.on('upgrade', (request: IncomingMessage, socket: Socket, head: Buffer) => void this.upgrade(request, socket, head));
-    await this.notifications.subscribe('session_token_changed', (id) => void this.recheck((c) => c.sessionTokenId === id));
-    await this.notifications.subscribe('user_access_changed', (id) => void this.recheck((c) => c.userId === id || c.ownerId === id));
-    this.notifications.onReset(() => void this.recheck(() => true));
     this.statsTimer = setInterval(() => void this.publishStats(), STATS_INTERVAL_MS);
     this.statsTimer.unref();
     this.idleTimer = setInterval(() => this.closeIdle(), Math.min(5000, Math.max(50, this.config.IDLE_DISCONNECT_MINUTE_MS / 10)));
@@ -89,32 +80,21 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
     const audio = AUDIO_STREAM_PATH.exec(url.pathname);
     if (audio) return this.audio.upgrade(request, socket, head, audio[1], audio[2] as AudioKind);
     const match = STREAM_PATH.exec(url.pathname);
-    if (!match) return reject(socket, 404, 'Unknown stream');
+    if (!match) return writeRefusal(socket, 404, 'Unknown stream');
     let vnc: Socket | null = null;
     // Failures before admission are the database's or Redis's (503); after it, the desktop's (502).
     let admitted = false;
-    const attempt = { address: this.limiter.proxies.clientAddress(request.socket.remoteAddress, request.headers['x-forwarded-for']) };
     try {
-      // A browser's websocket must come from a page of this service (the stream cookie may be SameSite=None).
-      if (!originAllowed(request.headers.origin, request.headers.host, new URL(this.config.PUBLIC_BASE_URL).origin)) {
-        throw new ApiError(ErrorCode.Forbidden, 'Streams may only be opened from pages of this service');
-      }
-      // An address with too many refused sessions gets 429 before any query; each refusal is counted.
-      await this.limiter.assertNotBlocked(attempt);
-      // Only the cookie: a token in the url would land in proxy and access logs.
-      const jwt = cookie(request.headers.cookie, STREAM_COOKIE);
-      if (!jwt) throw new ApiError(ErrorCode.Unauthenticated, 'No session: open the workspace link first');
-      const grant = await this.access.authorizeStream(jwt, match[1]);
-      const settings = await this.clientSettings(grant.workspace);
+      const grant = await this.admission.admit(request, match[1]);
       admitted = true;
-      const { workspace } = grant;
+      const { workspace, settings } = grant;
       const port = workspace.hostPorts.vnc;
       if (workspace.status !== 'running' || !workspace.server || !port) {
         throw new ApiError(ErrorCode.InvalidState, `Workspace (${match[1]}) is not running`);
       }
       // The owner's connections are recorded when their record_sessions is on (asked while the VNC handshake runs).
       const recorded = grant.viewOnly ? Promise.resolve(false) : this.recordings.shouldRecord(workspace.userId);
-      vnc = await openTcp(workspace.server.publishHost, port, HANDSHAKE_TIMEOUT_MS, this.readBuffers);
+      vnc = await openDesktopTcp(workspace.server.publishHost, port, HANDSHAKE_TIMEOUT_MS, this.readBuffers);
       await authenticateToServer(vnc, workspace.token, HANDSHAKE_TIMEOUT_MS);
       const record = await recorded;
       const server = vnc;
@@ -139,8 +119,10 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
             };
             this.connections.add(connection);
             this.registry.add(workspace.id, session);
+            const unwatch = this.admission.watch(connection, (reason) => session.close(reason, 'proxy'));
             session.onClose(() => {
               this.connections.delete(connection);
+              unwatch();
               void this.redis.shared().hdel(this.redis.key(streamStatsKey(workspace.id)), session.id).catch(() => undefined);
             });
           })
@@ -149,35 +131,16 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
             ws.close(1002, err.message.slice(0, 120));
           });
       });
-    } catch (caught) {
+    } catch (err) {
       vnc?.destroy();
-      const err = admitted ? caught : await this.limiter.failed(caught, attempt);
-      if (err instanceof ApiError) return reject(socket, httpStatusFor(err.code), err.message, err.retryAfterSeconds);
-      const dependency = admitted ? null : dependencyOutage(err);
-      if (dependency) return reject(socket, 503, `${dependency} is unavailable; retry later`);
-      this.logger.warn(`stream ${match[1]}: ${(err as Error).message}`);
-      return reject(socket, 502, `The workspace's desktop did not answer: ${(err as Error).message}`);
+      refuseUpgrade(socket, err, { dependencyMayFail: !admitted, desktopPart: 'desktop', logger: this.logger, logLabel: `stream ${match[1]}` });
     }
-  }
-
-  /** The workspace's effective client settings: its owner's groups', overlaid with a cast link's enforced ones. */
-  private async clientSettings(workspace: Workspace): Promise<ClientSettings> {
-    const groups = workspace.userId ? (await this.workspaces.settingsFor(workspace.userId)).clientSettings : DEFAULT_CLIENT_SETTINGS;
-    return withOverride(groups, workspace);
   }
 
   /** Closes the owner connections that had no key, pointer or clipboard input for their idle_disconnect. */
   private closeIdle(): void {
     for (const { session, idleLimitMs, idleReason } of this.connections) {
       if (idleLimitMs > 0 && session.idleMs() >= idleLimitMs) session.close(idleReason, 'proxy', undefined, IDLE_CLOSE_CODE);
-    }
-  }
-
-  /** Closes connections whose session token is gone or expired, or whose user or workspace owner is locked or disabled. */
-  private async recheck(which: (c: Connection) => boolean): Promise<void> {
-    for (const connection of [...this.connections].filter(which)) {
-      const reason = await this.access.endReason(connection).catch(() => null);
-      if (reason) connection.session.close(reason, 'proxy');
     }
   }
 
@@ -192,39 +155,3 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
     await pipeline.exec().catch((err: Error) => this.logger.warn(`stream stats: ${err.message}`));
   }
 }
-
-function reject(socket: Socket, status: number, message: string, retryAfterSeconds = status === 503 ? RETRY_AFTER_SECONDS : undefined): void {
-  const body = JSON.stringify({ error_message: message });
-  const retryAfter = retryAfterSeconds !== undefined ? `Retry-After: ${retryAfterSeconds}\r\n` : '';
-  socket.end(`HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : status === 403 ? 'Forbidden' : 'Error'}\r\n${retryAfter}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
-}
-
-function cookie(header: string | undefined, name: string): string | null {
-  for (const part of (header ?? '').split(';')) {
-    const [key, ...rest] = part.trim().split('=');
-    if (key === name) return rest.join('=');
-  }
-  return null;
-}
-
-/** Reads arrive as 'data' events as usual, but in pooled buffers (see ReadBufferPool). */
-function openTcp(host: string, port: number, timeoutMs: number, pool: ReadBufferPool): Promise<Socket> {
-  return new Promise((resolve, reject) => {
-    const socket: Socket = connect({ host, port, onread: pool.onread((chunk) => socket.emit('data', chunk)) });
-    socket.setNoDelay(true);
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error(`connecting to ${host}:${port} timed out`));
-    }, timeoutMs);
-    socket.once('connect', () => {
-      clearTimeout(timer);
-      socket.off('error', reject);
-      resolve(socket);
-    });
-    socket.once('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-  });
-}
-
