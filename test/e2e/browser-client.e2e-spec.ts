@@ -4,7 +4,6 @@
  * through POST /api/client/connect and the stream gateway's websocket, renders the desktop with noVNC,
  * and a view-only joiner's input provably never reaches the desktop.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -13,7 +12,7 @@ import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
 import { ZonesService } from '@ws/zones';
 import { desktopImage, TestApi, TestKey, waitFor } from './harness';
-import { launchChromium } from './browser';
+import { ensureChromium, launchChromium } from './browser';
 
 const ROOT = join(__dirname, '..', '..');
 const RESULTS = join(ROOT, 'test-results');
@@ -44,14 +43,13 @@ describe('browser client (noVNC in chromium against a live api and workspace)', 
   const diagnostics = new Map<Page, string[]>();
 
   beforeAll(async () => {
-    execFileSync('bash', ['scripts/ensure-browser.sh'], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+    ensureChromium();
     mkdirSync(RESULTS, { recursive: true });
     // Before any worker runs: a build blocks this process (execFileSync) and would cost the workers their job locks.
     const imageName = desktopImage();
     // One idle_disconnect minute is a second here (only the idle test sets idle_disconnect).
     api = await TestApi.start({ WORKER_LOCK_MS: 3000, IDLE_DISCONNECT_MINUTE_MS: 1000 });
-    await api.app.listen(0, '127.0.0.1');
-    base = (await api.app.getUrl()).replace(/\/$/, '');
+    base = await api.listen();
     const page = await api.raw().get('/');
     if (page.status !== 200) throw new Error(`GET / answered ${page.status}: the browser client is not served (createApi must call registerWebClient from apps/api/src/web/web-client)`);
     await api.startWorker();

@@ -1,10 +1,20 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
 import { Browser, chromium } from 'playwright-core';
 
-/** Debian's chromium (scripts/ensure-browser.sh installs it), headless, with what a sandboxed CI box needs. */
-export function launchChromium(): Promise<Browser> {
+/**
+ * Installs Debian's chromium if missing (scripts/ensure-browser.sh). Call it before any worker runs: it blocks this
+ * process, which would cost the workers their job locks.
+ */
+export function ensureChromium(): void {
+  execFileSync('bash', ['scripts/ensure-browser.sh'], { cwd: join(__dirname, '..', '..'), stdio: ['ignore', 'inherit', 'inherit'] });
+}
+
+/** Debian's chromium (scripts/ensure-browser.sh installs it), headless, with what a sandboxed CI box needs, and `extraArgs`. */
+export function launchChromium(extraArgs: string[] = []): Promise<Browser> {
   return chromium.launch({
     executablePath: '/usr/bin/chromium',
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run'],
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run', ...extraArgs],
   });
 }

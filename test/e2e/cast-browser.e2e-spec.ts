@@ -7,7 +7,6 @@
  * the verify endpoint accepts; a link with allowed_referrers opens from a listed page (the client passes its
  * document.referrer) and refuses a direct visit.
  */
-import { execFileSync } from 'node:child_process';
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -18,7 +17,7 @@ import { ZonesService } from '@ws/zones';
 import type { ExecResult } from '@ws/agent';
 import { DataSource } from 'typeorm';
 import { browserImage, desktopImage, localDocker, TestApi, TestKey, waitFor } from './harness';
-import { launchChromium } from './browser';
+import { ensureChromium, launchChromium } from './browser';
 
 const X_RES = 800;
 const Y_RES = 600;
@@ -56,7 +55,7 @@ describe('casting links in the browser client (chromium against a live api and w
   const logs = new Map<Page, string[]>();
 
   beforeAll(async () => {
-    execFileSync('bash', ['scripts/ensure-browser.sh'], { cwd: `${__dirname}/../..`, stdio: ['ignore', 'inherit', 'inherit'] });
+    ensureChromium();
     // Before any worker runs: a build blocks this process (execFileSync) and would cost the workers their job locks.
     const imageName = desktopImage();
     const browserImageName = browserImage();
@@ -79,8 +78,7 @@ describe('casting links in the browser client (chromium against a live api and w
     await new Promise<void>((resolve) => captchaProvider.listen(0, '127.0.0.1', resolve));
     const captchaBase = `http://127.0.0.1:${(captchaProvider.address() as AddressInfo).port}`;
     api = await TestApi.start({ WORKER_LOCK_MS: 3000, RECAPTCHA_SCRIPT_URL: `${captchaBase}/recaptcha.js`, RECAPTCHA_VERIFY_URL: `${captchaBase}/siteverify` });
-    await api.app.listen(0, '127.0.0.1');
-    base = (await api.app.getUrl()).replace(/\/$/, '');
+    base = await api.listen();
     await api.startWorker();
     const zone = await api.app.get(ZonesService).ensure('default');
     await api.app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 8, memory: 16 * 1024 ** 3 });
