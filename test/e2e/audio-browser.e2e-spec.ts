@@ -3,17 +3,14 @@
  * (the client's AnalyserNode), and Chromium's fake audio capture (a periodic beep), sent through the control
  * panel's microphone button, is recorded non-silent by the workspace.
  */
-import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
-import { Browser, chromium, Page } from 'playwright-core';
+import { Browser, Page } from 'playwright-core';
 import { GroupsService } from '@ws/groups';
 import { ImagesService } from '@ws/images';
-import { ServersService } from '@ws/servers';
-import { ZonesService } from '@ws/zones';
+import { ensureChromium, launchChromium } from './browser';
 import { dockerExec, peak, playTone, stopTone } from './audio-fixtures';
 import { desktopImage, TestApi, TestKey, waitFor } from './harness';
+import { registerLocalServer, waitForRunningWorkspace } from './fixtures';
 
-const ROOT = join(__dirname, '..', '..');
 
 describe('workspace audio in the browser client', () => {
   let api: TestApi;
@@ -26,14 +23,12 @@ describe('workspace audio in the browser client', () => {
   let ownerUrl: string;
 
   beforeAll(async () => {
-    execFileSync('bash', ['scripts/ensure-browser.sh'], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+    ensureChromium();
     const imageName = desktopImage();
     api = await TestApi.start({ WORKER_LOCK_MS: 3000 });
-    await api.app.listen(0, '127.0.0.1');
-    base = (await api.app.getUrl()).replace(/\/$/, '');
+    base = await api.listen();
     await api.startWorker();
-    const zone = await api.app.get(ZonesService).ensure('default');
-    await api.app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 4, memory: 8 * 1024 ** 3 });
+    await registerLocalServer(api);
     const image = await api.app.get(ImagesService).upsert({
       name: imageName, friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2, xRes: 800, yRes: 600,
       portMap: { vnc: '5900/tcp', audio: '4901/tcp', audio_input: '4902/tcp' },
@@ -45,22 +40,12 @@ describe('workspace audio in the browser client', () => {
     const requested = await api.call('request_workspace', key, { user_id: ownerId, image_id: image.id });
     expect(requested.status).toBe(200);
     workspaceId = requested.body.workspace_id;
-    const running = await waitFor(`workspace ${workspaceId} running`, async () => {
-      const res = await api.call('get_workspace_status', key, { workspace_id: workspaceId, user_id: ownerId });
-      return res.body.workspace?.operational_status === 'running' ? res.body : undefined;
-    }, 120_000, 200);
+    const running = await waitForRunningWorkspace(api, key, workspaceId, ownerId, 200);
     ownerUrl = running.workspace_url;
     containerId = running.workspace.container_id;
     await waitFor('the sound server', async () => ((await dockerExec(containerId, 'pactl info >/dev/null && echo up').catch(() => Buffer.alloc(0))).toString().includes('up') ? true : undefined), 30_000, 250);
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      headless: true,
-      args: [
-        '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run',
-        // A fake microphone (a beep), no permission prompt, and audio that starts without a click.
-        '--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream', '--autoplay-policy=no-user-gesture-required',
-      ],
-    });
+    // A fake microphone (a beep), no permission prompt, and audio that starts without a click.
+    browser = await launchChromium(['--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream', '--autoplay-policy=no-user-gesture-required']);
   }, 600_000);
 
   afterAll(async () => {

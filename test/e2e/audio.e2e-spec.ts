@@ -5,14 +5,12 @@
  */
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import request from 'supertest';
 import { WebSocket } from 'ws';
 import { GroupsService } from '@ws/groups';
 import { ImagesService } from '@ws/images';
-import { ServersService } from '@ws/servers';
-import { ZonesService } from '@ws/zones';
 import { decodeOpusPackets, dockerExec, playTone, rms, sinePcm, stopTone } from './audio-fixtures';
 import { desktopImage, TestApi, TestKey, waitFor } from './harness';
+import { registerLocalServer, streamCookie, waitForRunningWorkspace } from './fixtures';
 
 /** Louder than this (RMS of s16le, 0..32767) is sound; silence decodes to 0, Opus noise to a few units. */
 const SOUND_RMS = 1000;
@@ -82,17 +80,10 @@ describe('workspace audio: sound out and microphone in through the gateway', () 
   const settings = (clientSettings: Record<string, boolean>) => api.app.get(GroupsService).updateSettings('All Users', { clientSettings });
   const url = (kind: 'audio' | 'audio_input') => `${base.replace('http', 'ws')}/api/stream/${workspaceId}/${kind}`;
 
-  async function streamCookie(jwt: string, target: { workspace_id: string } | { share_id: string }): Promise<string> {
-    const res = await request(api.app.getHttpServer()).post('/api/client/connect').set('content-type', 'application/json').send({ session_jwt: jwt, ...target });
-    expect(res.status).toBe(200);
-    return (res.headers['set-cookie'] as unknown as string[])[0].split(';')[0];
-  }
-
   beforeAll(async () => {
     api = await TestApi.start({}, { worker: true });
     base = await api.listen();
-    const zone = await api.app.get(ZonesService).ensure('default');
-    await api.app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 4, memory: 8 * 1024 ** 3 });
+    await registerLocalServer(api);
     const image = await api.app.get(ImagesService).upsert({
       name: desktopImage(), friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2, xRes: 800, yRes: 600,
       portMap: { vnc: '5900/tcp', audio: '4901/tcp', audio_input: '4902/tcp' },
@@ -103,19 +94,16 @@ describe('workspace audio: sound out and microphone in through the gateway', () 
     const joinerId = (await api.call('create_user', admin, { target_user: { username: 'audio-joiner' } })).body.user.user_id;
     const requested = (await api.call('request_workspace', key, { user_id: ownerId, image_id: image.id, enable_sharing: true })).body;
     workspaceId = requested.workspace_id;
-    const running = await waitFor('running', async () => {
-      const res = await api.call('get_workspace_status', key, { workspace_id: workspaceId, user_id: ownerId });
-      return res.body.workspace?.operational_status === 'running' ? res.body : undefined;
-    }, 120_000);
+    const running = await waitForRunningWorkspace(api, key, workspaceId, ownerId);
     containerId = running.workspace.container_id;
     expect(running.workspace.port_map).toMatchObject({
       audio: { port: 4901, path: `api/stream/${workspaceId}/audio` },
       audio_input: { port: 4902, path: `api/stream/${workspaceId}/audio_input` },
     });
-    ownerCookie = await streamCookie(running.workspace_url.split('/').pop(), { workspace_id: workspaceId });
+    ownerCookie = await streamCookie(api.app, running.workspace_url.split('/').pop(), { workspace_id: workspaceId });
     const joined = await api.call('join_workspace', key, { share_id: requested.share_id, user_id: joinerId });
     expect(joined.status).toBe(200);
-    joinerCookie = await streamCookie(joined.body.session_token, { share_id: requested.share_id });
+    joinerCookie = await streamCookie(api.app, joined.body.session_token, { share_id: requested.share_id });
     // The sound server starts with the desktop; wait until it answers before the tests use it.
     await waitFor('the sound server', async () => ((await dockerExec(containerId, 'pactl info >/dev/null && echo up').catch(() => Buffer.alloc(0))).toString().includes('up') ? true : undefined), 30_000, 250);
   }, 300_000);

@@ -3,19 +3,15 @@
  * workspace: a file chosen in the Files drawer lands in ~/Uploads, and one from the Downloads list arrives with
  * the same bytes (Playwright's download event).
  */
-import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { GroupsService } from '@ws/groups';
 import { ImagesService } from '@ws/images';
-import { ServersService } from '@ws/servers';
-import { ZonesService } from '@ws/zones';
-import { desktopImage, localDocker, TestApi, TestKey, waitFor } from './harness';
-import { launchChromium } from './browser';
+import { desktopImage, localDocker, TestApi, TestKey } from './harness';
+import { registerLocalServer, waitForRunningWorkspace } from './fixtures';
+import { ensureChromium, launchChromium } from './browser';
 
-const ROOT = join(__dirname, '..', '..');
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
 
 describe('files in the browser client (chromium)', () => {
@@ -32,24 +28,18 @@ describe('files in the browser client (chromium)', () => {
   const log: string[] = [];
 
   beforeAll(async () => {
-    execFileSync('bash', ['scripts/ensure-browser.sh'], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+    ensureChromium();
     const imageName = desktopImage();
     api = await TestApi.start({ WORKER_LOCK_MS: 3000 });
-    await api.app.listen(0, '127.0.0.1');
-    base = (await api.app.getUrl()).replace(/\/$/, '');
+    base = await api.listen();
     await api.startWorker();
-    const zone = await api.app.get(ZonesService).ensure('default');
-    await api.app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 4, memory: 8 * 1024 ** 3 });
+    await registerLocalServer(api);
     const image = await api.app.get(ImagesService).upsert({ name: imageName, friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2, xRes: 800, yRes: 600 });
     key = await api.key(['Users Auth Session', 'User']);
     admin = await api.key(['Global Admin']);
     ownerId = (await api.call('create_user', admin, { target_user: { username: 'files-browser-owner' } })).body.user.user_id;
     workspaceId = (await api.call('request_workspace', key, { user_id: ownerId, image_id: image.id })).body.workspace_id;
-    const running = await waitFor('workspace running', async () => {
-      const res = await api.call('get_workspace_status', key, { workspace_id: workspaceId, user_id: ownerId });
-      if (res.body.operational_status === 'stopped') throw new Error(`workspace failed: ${JSON.stringify(res.body)}`);
-      return res.body.workspace?.operational_status === 'running' ? res.body : undefined;
-    }, 120_000, 200);
+    const running = await waitForRunningWorkspace(api, key, workspaceId, ownerId, 200);
     containerId = running.workspace.container_id;
 
     browser = await launchChromium();

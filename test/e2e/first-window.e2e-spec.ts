@@ -15,12 +15,10 @@
  * a loaded box needs for the xterm to start. The race was timing-dependent (about one launch in three stalled
  * that long), so several launches are made.
  */
-import { createWebSocketStream, WebSocket } from 'ws';
 import { ImagesService } from '@ws/images';
-import { ServersService } from '@ws/servers';
-import { RfbClient, RfbFrame } from '@ws/stream';
-import { ZonesService } from '@ws/zones';
-import { desktopImage, TestApi, TestKey, waitFor } from './harness';
+import { RfbFrame } from '@ws/stream';
+import { desktopImage, TestApi, TestKey } from './harness';
+import { openStream, registerLocalServer, waitForRunningWorkspace } from './fixtures';
 
 const X_RES = 800;
 const Y_RES = 600;
@@ -48,18 +46,6 @@ function showsFirstWindow(frame: RfbFrame): boolean {
   return white > 0.9 && background > 0.9;
 }
 
-/** Opens a workspace's stream through the gateway as the browser client does (stream cookie, RFB handshake). */
-async function openStream(base: string, workspaceId: string, jwt: string): Promise<{ ws: WebSocket; rfb: RfbClient }> {
-  const ws = new WebSocket(`${base.replace('http', 'ws')}/api/stream/${workspaceId}/vnc`, { headers: { cookie: `ws_stream=${jwt}` } });
-  const stream = createWebSocketStream(ws);
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
-    stream.once('error', reject);
-  });
-  return { ws, rfb: await RfbClient.fromStream(stream, { timeoutMs: 15_000 }) };
-}
-
 describe('the first window of a fresh workspace reaches a connected client', () => {
   let api: TestApi;
   let base: string;
@@ -71,8 +57,7 @@ describe('the first window of a fresh workspace reaches a connected client', () 
     const imageName = desktopImage(); // before the worker starts: a build blocks this process
     api = await TestApi.start({ WORKER_LOCK_MS: 3000 }, { worker: true });
     base = await api.listen();
-    const zone = await api.app.get(ZonesService).ensure('default');
-    await api.app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 4, memory: 8 * 1024 ** 3 });
+    await registerLocalServer(api);
     imageId = (await api.app.get(ImagesService).upsert({ name: imageName, friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2, xRes: X_RES, yRes: Y_RES, portMap: { vnc: '5900/tcp' } })).id;
     key = await api.key(['Users Auth Session', 'User']);
     admin = await api.key(['Global Admin']);
@@ -87,11 +72,7 @@ describe('the first window of a fresh workspace reaches a connected client', () 
       expect(requested.status).toBe(200);
       const workspaceId: string = requested.body.workspace_id;
       // Polled often, so the stream opens as early as a browser's would.
-      const running = await waitFor(`workspace ${workspaceId} running`, async () => {
-        const res = await api.call('get_workspace_status', key, { workspace_id: workspaceId, user_id: userId });
-        if (res.body.operational_status === 'stopped') throw new Error(`workspace failed: ${JSON.stringify(res.body)}`);
-        return res.body.workspace?.operational_status === 'running' ? res.body : undefined;
-      }, 120_000, 50);
+      const running = await waitForRunningWorkspace(api, key, workspaceId, userId, 50);
       const { ws, rfb } = await openStream(base, workspaceId, running.workspace_url.split('/').pop());
       try {
         let frame = await rfb.captureFrame({ timeoutMs: 15_000 });

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, existsSync, readdirSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { createWebSocketStream, WebSocket } from 'ws';
+import { WebSocket } from 'ws';
 import { DataSource } from 'typeorm';
 import { closeContext } from '../../apps/cli/src/context';
 import { AppConfig } from '@ws/common';
@@ -10,35 +10,13 @@ import { ImagesService } from '@ws/images';
 import { JOB_QUEUE, jobId, JobProducer } from '@ws/queue';
 import { CaptureRecord, CaptureRecordKind, CAPTURE_MAGIC, readCaptureRecords, recordHeader, SessionRecording } from '@ws/recordings';
 import { CaptureRows, capturePrefixOf, RecordingCapture, segmentFileName, ThreadedUploader, writeSpoolOwner } from '@ws/recordings/capture';
-import { ServersService } from '@ws/servers';
 import { ObjectStore, openStore, S3ObjectStore } from '@ws/storage';
-import { RfbClient } from '@ws/stream';
-import { ZonesService } from '@ws/zones';
 import { runCli as cli } from './cli-runner';
 import { desktopImage, TestApi, TestKey, waitFor } from './harness';
+import { closeStream, openStream, registerLocalServer, waitForRunningWorkspace } from './fixtures';
 import { S3Server, startS3Server } from './s3-server';
 
 const dashed = (hex: string) => hex.replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5');
-
-/** Opens a workspace's stream through the gateway as a browser does (stream cookie, the service's Origin). */
-async function openStream(base: string, workspaceId: string, jwt: string): Promise<{ ws: WebSocket; rfb: RfbClient }> {
-  const ws = new WebSocket(`${base.replace('http', 'ws')}/api/stream/${workspaceId}/vnc`, { headers: { cookie: `ws_stream=${jwt}` } });
-  const stream = createWebSocketStream(ws);
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
-    stream.once('error', reject);
-  });
-  const rfb = await RfbClient.fromStream(stream, { timeoutMs: 15_000 });
-  return { ws, rfb };
-}
-
-async function closeStream({ ws, rfb }: { ws: WebSocket; rfb: RfbClient }): Promise<void> {
-  const closed = new Promise<void>((resolve) => (ws.readyState === WebSocket.CLOSED ? resolve() : ws.once('close', () => resolve())));
-  await rfb.close().catch(() => undefined);
-  ws.close();
-  await closed;
-}
 
 async function storedKeys(store: ObjectStore, prefix: string): Promise<string[]> {
   const keys: string[] = [];
@@ -101,17 +79,13 @@ describe.each(['file', 's3'] as const)('session recording capture through the ga
     base = await api.listen();
     store = openStore(api.config.STORAGE_URL, api.config);
     Object.assign(process.env, { DATABASE_NAME: api.config.DATABASE_NAME, REDIS_PREFIX: api.config.REDIS_PREFIX, LOG_LEVEL: 'error' });
-    const zone = await api.app.get(ZonesService).ensure('default');
-    await api.app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 4, memory: 8 * 1024 ** 3 });
+    await registerLocalServer(api);
     const image = await api.app.get(ImagesService).upsert({ name: desktopImage(), friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2, xRes: 800, yRes: 600 });
     key = await api.key(['Users Auth Session', 'User']);
     admin = await api.key(['Global Admin']);
     userId = (await api.call('create_user', admin, { target_user: { username: `recorded-${kind}` } })).body.user.user_id;
     const requested = (await api.call('request_workspace', key, { user_id: userId, image_id: image.id, enable_sharing: true })).body;
-    const running = await waitFor('running', async () => {
-      const res = await api.call('get_workspace_status', key, { workspace_id: requested.workspace_id, user_id: userId });
-      return res.body.workspace?.operational_status === 'running' ? res.body : undefined;
-    }, 120_000);
+    const running = await waitForRunningWorkspace(api, key, requested.workspace_id, userId);
     workspace = { workspace_id: requested.workspace_id, share_id: requested.share_id };
     ownerJwt = running.workspace_url.split('/').pop();
     // Without a worker the conversion jobs stay queued: the raw capture stays in the store for the assertions.

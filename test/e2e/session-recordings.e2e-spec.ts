@@ -3,16 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { DataSource } from 'typeorm';
-import { createWebSocketStream, WebSocket } from 'ws';
+import { WebSocket } from 'ws';
 import { AppConfig, newId, parseId, toWireId } from '@ws/common';
 import { JOB_QUEUE, jobId, JobProducer } from '@ws/queue';
 import { CaptureRows, RecordingRetention, RecordingStores, recordingVideoKey, segmentKey, SessionRecording } from '@ws/recordings';
 import { ImagesService } from '@ws/images';
-import { ServersService } from '@ws/servers';
 import { ObjectStore } from '@ws/storage';
-import { RfbClient } from '@ws/stream';
-import { ZonesService } from '@ws/zones';
 import { desktopImage, HEX32, TestApi, TestKey, waitFor } from './harness';
+import { openStream, registerLocalServer, waitForRunningWorkspace } from './fixtures';
 import { buildCapture, freePort, insertWorkspace, makeWebm, probeDuration, seedCapture } from './recording-fixtures';
 import { S3Server, startS3Server } from './s3-server';
 import { WorkerProcess } from './worker-processes';
@@ -207,18 +205,6 @@ describe('session recordings: listing, links and retention (seeded rows, both ba
   });
 });
 
-/** Opens the stream of a workspace through the gateway and completes the RFB handshake as a browser would. */
-async function openStream(base: string, workspaceId: string, jwt: string): Promise<{ ws: WebSocket; rfb: RfbClient; openedAt: number }> {
-  const ws = new WebSocket(`${base.replace('http', 'ws')}/api/stream/${workspaceId}/vnc`, { headers: { cookie: `ws_stream=${jwt}` } });
-  const stream = createWebSocketStream(ws);
-  const openedAt = await new Promise<number>((resolve, reject) => {
-    ws.once('open', () => resolve(Date.now()));
-    ws.once('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
-    stream.once('error', reject);
-  });
-  return { ws, rfb: await RfbClient.fromStream(stream, { timeoutMs: 15_000 }), openedAt };
-}
-
 describe.each(['file', 's3'] as const)('a recorded session on a real desktop, converted by the worker (%s backend)', (backend) => {
   let scratch: string;
   let s3: S3Server | null = null;
@@ -252,8 +238,7 @@ describe.each(['file', 's3'] as const)('a recorded session on a real desktop, co
     base = `http://127.0.0.1:${port}`;
     db = api.app.get(DataSource);
     store = api.app.get(RecordingStores).of(api.config.STORAGE_URL);
-    const zone = await api.app.get(ZonesService).ensure('default');
-    await api.app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 4, memory: 8 * 1024 ** 3 });
+    await registerLocalServer(api);
     imageId = (await api.app.get(ImagesService).upsert({ name: desktopImage(), friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2, xRes: 800, yRes: 600 })).id;
     admin = await api.key(['Global Admin']);
     viewer = await api.key(['Session Recordings View']);
@@ -269,10 +254,7 @@ describe.each(['file', 's3'] as const)('a recorded session on a real desktop, co
 
   it('lists the closed session with its duration; the link serves a video ffprobe reads at that duration until it expires; retention deletes it', async () => {
     const requested = (await api.call('request_workspace', admin, { user_id: userId, image_id: imageId })).body;
-    const running = await waitFor('running', async () => {
-      const res = await api.call('get_workspace_status', admin, { workspace_id: requested.workspace_id, user_id: userId });
-      return res.body.workspace?.operational_status === 'running' ? res.body : undefined;
-    }, 120_000);
+    const running = await waitForRunningWorkspace(api, admin, requested.workspace_id, userId);
     const jwt = running.workspace_url.split('/').pop() as string;
 
     // The session, measured at the client: from the stream's opening until it is closed.

@@ -3,38 +3,15 @@
  * refused, the stream takes its credentials only from the cookie, and locking or disabling a user refuses
  * new streams and closes open ones at once, also on a second api process.
  */
-import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import request from 'supertest';
-import { createWebSocketStream, WebSocket } from 'ws';
+import { WebSocket } from 'ws';
 import { ImagesService } from '@ws/images';
-import { ServersService } from '@ws/servers';
 import { RfbClient } from '@ws/stream';
-import { ZonesService } from '@ws/zones';
 import { desktopImage, TestApi, TestKey, waitFor } from './harness';
+import { OpenStream, openStream, registerLocalServer, streamCookie, waitForRunningWorkspace } from './fixtures';
 
 const ENTER = 0xff0d;
 /** Inside the reference desktop's xterm (geometry +40+40), the only window. */
 const XTERM_POINT = [120, 120] as const;
-
-interface Stream {
-  ws: WebSocket;
-  rfb: RfbClient;
-  closed: Promise<number>;
-}
-
-async function openStream(base: string, workspaceId: string, headers: Record<string, string>): Promise<Stream> {
-  const ws = new WebSocket(`${base.replace('http', 'ws')}/api/stream/${workspaceId}/vnc`, { headers });
-  const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
-  // Attached before 'open', as a browser does: the gateway greets as soon as the upgrade completes.
-  const stream = createWebSocketStream(ws);
-  stream.on('error', () => undefined);
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
-  });
-  const rfb = await RfbClient.fromStream(stream, { timeoutMs: 15_000 });
-  return { ws, rfb, closed };
-}
 
 function upgradeStatus(url: string, headers: Record<string, string>): Promise<number> {
   const ws = new WebSocket(url, { headers });
@@ -49,12 +26,12 @@ function upgradeStatus(url: string, headers: Record<string, string>): Promise<nu
 }
 
 /** Resolves when the stream is closed by the other side; fails after a bound (a lock must close it, not a timeout). */
-function closedWithin(stream: Stream, timeoutMs: number): Promise<number> {
+function closedWithin(stream: OpenStream, timeoutMs: number): Promise<number> {
   let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<number>((_resolve, reject) => {
+  const bound = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => reject(new Error(`the stream was still open after ${timeoutMs} ms`)), timeoutMs);
   });
-  return Promise.race([stream.closed, bound]).finally(() => clearTimeout(timer));
+  return Promise.race([stream.closed.then(({ code }) => code), bound]).finally(() => clearTimeout(timer));
 }
 
 /** Types a shell command into the xterm over RFB, as a browser's keyboard would. */
@@ -82,8 +59,7 @@ describe('stream access: cross-site requests, cookie-only streams, locked and di
     const imageName = desktopImage();
     api = await TestApi.start({}, { worker: true });
     base = await api.listen();
-    const zone = await api.app.get(ZonesService).ensure('default');
-    await api.app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 4, memory: 8 * 1024 ** 3 });
+    await registerLocalServer(api);
     const image = await api.app.get(ImagesService).upsert({ name: imageName, friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2, xRes: 800, yRes: 600 });
     key = await api.key(['Users Auth Session', 'User']);
     admin = await api.key(['Global Admin']);
@@ -93,10 +69,7 @@ describe('stream access: cross-site requests, cookie-only streams, locked and di
     workspaceId = requested.workspace_id;
     shareId = requested.share_id;
     // The last status call renews the owner's token: its link is the one that works, and no later call renews it.
-    const running = await waitFor('running', async () => {
-      const res = await api.call('get_workspace_status', key, { workspace_id: workspaceId, user_id: ownerId });
-      return res.body.workspace?.operational_status === 'running' ? res.body : undefined;
-    }, 120_000);
+    const running = await waitForRunningWorkspace(api, key, workspaceId, ownerId);
     ownerJwt = running.workspace_url.split('/').pop();
   }, 300_000);
   afterAll(async () => api?.close());
@@ -122,14 +95,6 @@ describe('stream access: cross-site requests, cookie-only streams, locked and di
   const streamUrl = (at: string) => `${at.replace('http', 'ws')}/api/stream/${workspaceId}/vnc`;
 
   /** What the browser client does first: POST /api/client/connect (JSON, same origin); answers the cookie to send with the websocket. */
-  async function streamCookie(app: NestFastifyApplication, jwt: string, target: { workspace_id: string } | { share_id: string }): Promise<string> {
-    const res = await request(app.getHttpServer()).post('/api/client/connect').set('content-type', 'application/json').send({ session_jwt: jwt, ...target });
-    expect(res.status).toBe(200);
-    const cookie = (res.headers['set-cookie'] as unknown as string[])[0].split(';')[0];
-    expect(cookie).toBe(`ws_stream=${jwt}`);
-    return cookie;
-  }
-
   it('refuses cross-site and non-JSON posts to the browser routes; /api/public/* keeps taking curl -d bodies', async () => {
     const body = JSON.stringify({ session_jwt: ownerJwt, workspace_id: workspaceId });
     // What a form on another site can send without asking: text/plain (JSON-shaped), url-encoded, multipart.

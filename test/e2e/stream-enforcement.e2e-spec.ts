@@ -1,24 +1,16 @@
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { createWebSocketStream, WebSocket } from 'ws';
+import { WebSocket } from 'ws';
 import { GroupsService } from '@ws/groups';
 import { ImagesService } from '@ws/images';
-import { ServersService } from '@ws/servers';
-import { RfbClient } from '@ws/stream';
 import { RfbSession } from '@ws/stream/rfb-proxy';
-import { ZonesService } from '@ws/zones';
 import { IDLE_CLOSE_CODE, StreamGateway } from '../../apps/api/src/gateway/stream-gateway';
 import { dockerExec } from './audio-fixtures';
 import { desktopImage, TestApi, TestKey, waitFor } from './harness';
+import { OpenStream, openStream, registerLocalServer, waitForRunningWorkspace } from './fixtures';
 
 /** One idle_disconnect "minute" in this suite (IDLE_DISCONNECT_MINUTE_MS), so an idle disconnect comes within seconds. */
 const MINUTE_MS = 1000;
-
-interface Stream {
-  ws: WebSocket;
-  rfb: RfbClient;
-  closed: Promise<{ code: number; reason: string }>;
-}
 
 /**
  * The gateway's enforcement of the workspace's effective client settings, seen by a protocol-level client (the
@@ -36,23 +28,13 @@ describe('stream gateway: client settings enforced in the protocol', () => {
   let ownerJwt: string;
   let joinerJwt: string;
   let texts = 0;
-  const streams: Stream[] = [];
+  const streams: OpenStream[] = [];
 
   const settings = (clientSettings: Record<string, boolean | number>) => api.app.get(GroupsService).updateSettings('All Users', { clientSettings });
   const unique = (what: string) => `${what}-${process.pid}-${++texts}-${Math.random().toString(36).slice(2, 8)}`;
 
-  async function open(jwt: string, workspace = workspaceId): Promise<Stream> {
-    const ws = new WebSocket(`${base.replace('http', 'ws')}/api/stream/${workspace}/vnc`, { headers: { cookie: `ws_stream=${jwt}` } });
-    const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
-    // Attached before 'open', as a browser does: the gateway greets as soon as the upgrade completes.
-    const duplex = createWebSocketStream(ws);
-    duplex.on('error', () => undefined);
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', () => resolve());
-      ws.once('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
-    });
-    const rfb = await RfbClient.fromStream(duplex, { timeoutMs: 15_000 });
-    const stream = { ws, rfb, closed };
+  async function open(jwt: string, workspace = workspaceId): Promise<OpenStream> {
+    const stream = await openStream(base, workspace, jwt);
     streams.push(stream);
     return stream;
   }
@@ -78,7 +60,7 @@ describe('stream gateway: client settings enforced in the protocol', () => {
   }
 
   /** Reads whole (non-incremental) updates, so ServerCutText sent meanwhile is read, until `until()` holds. */
-  async function pumpUntil(stream: Stream, what: string, until: () => boolean, timeoutMs = 45_000): Promise<void> {
+  async function pumpUntil(stream: OpenStream, what: string, until: () => boolean, timeoutMs = 45_000): Promise<void> {
     await waitFor(what, async () => {
       await stream.rfb.update({ incremental: false, timeoutMs: 10_000 });
       return until() ? true : undefined;
@@ -88,8 +70,7 @@ describe('stream gateway: client settings enforced in the protocol', () => {
   beforeAll(async () => {
     api = await TestApi.start({ IDLE_DISCONNECT_MINUTE_MS: MINUTE_MS }, { worker: true });
     base = await api.listen();
-    const zone = await api.app.get(ZonesService).ensure('default');
-    await api.app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 4, memory: 8 * 1024 ** 3 });
+    await registerLocalServer(api);
     const image = await api.app.get(ImagesService).upsert({ name: desktopImage(), friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2, xRes: 640, yRes: 400 });
     imageId = image.id;
     key = await api.key(['Users Auth Session', 'User']);
@@ -98,10 +79,7 @@ describe('stream gateway: client settings enforced in the protocol', () => {
     const joinerId = (await api.call('create_user', admin, { target_user: { username: 'enforce-joiner' } })).body.user.user_id;
     const requested = (await api.call('request_workspace', key, { user_id: ownerId, image_id: image.id, enable_sharing: true })).body;
     workspaceId = requested.workspace_id;
-    const running = await waitFor('running', async () => {
-      const res = await api.call('get_workspace_status', key, { workspace_id: workspaceId, user_id: ownerId });
-      return res.body.workspace?.operational_status === 'running' ? res.body : undefined;
-    }, 120_000);
+    const running = await waitForRunningWorkspace(api, key, workspaceId, ownerId);
     containerId = running.workspace.container_id;
     ownerJwt = running.workspace_url.split('/').pop();
     const joined = await api.call('join_workspace', key, { share_id: requested.share_id, user_id: joinerId });

@@ -1,26 +1,10 @@
 import * as jpeg from 'jpeg-js';
-import { createWebSocketStream, WebSocket } from 'ws';
+import { WebSocket } from 'ws';
 import { DataSource } from 'typeorm';
 import { ImagesService } from '@ws/images';
-import { ServersService } from '@ws/servers';
-import { RfbClient } from '@ws/stream';
-import { ZonesService } from '@ws/zones';
 import { StreamGateway } from '../../apps/api/src/gateway/stream-gateway';
 import { desktopImage, TestApi, TestKey, waitFor } from './harness';
-
-/** Opens the stream of a workspace through the gateway and completes the RFB handshake as a browser would. */
-async function openStream(base: string, workspaceId: string, headers: Record<string, string>): Promise<{ ws: WebSocket; rfb: RfbClient }> {
-  const ws = new WebSocket(`${base.replace('http', 'ws')}/api/stream/${workspaceId}/vnc`, { headers });
-  // Attached before 'open', as a browser does: the gateway greets as soon as the upgrade completes.
-  const stream = createWebSocketStream(ws);
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
-    stream.once('error', reject);
-  });
-  const rfb = await RfbClient.fromStream(stream, { timeoutMs: 15_000 });
-  return { ws, rfb };
-}
+import { openStream, registerLocalServer, waitForRunningWorkspace } from './fixtures';
 
 function upgradeStatus(base: string, workspaceId: string, headers: Record<string, string>): Promise<number> {
   const ws = new WebSocket(`${base.replace('http', 'ws')}/api/stream/${workspaceId}/vnc`, { headers });
@@ -46,17 +30,13 @@ describe('stream gateway, screenshots and live statistics', () => {
   beforeAll(async () => {
     api = await TestApi.start({}, { worker: true });
     base = await api.listen();
-    const zone = await api.app.get(ZonesService).ensure('default');
-    await api.app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 4, memory: 8 * 1024 ** 3 });
+    await registerLocalServer(api);
     const image = await api.app.get(ImagesService).upsert({ name: desktopImage(), friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2, xRes: 800, yRes: 600 });
     key = await api.key(['Users Auth Session', 'User']);
     admin = await api.key(['Global Admin']);
     userId = (await api.call('create_user', admin, { target_user: { username: 'viewer-test' } })).body.user.user_id;
     const requested = (await api.call('request_workspace', key, { user_id: userId, image_id: image.id, enable_sharing: true })).body;
-    const running = await waitFor('running', async () => {
-      const res = await api.call('get_workspace_status', key, { workspace_id: requested.workspace_id, user_id: userId });
-      return res.body.workspace?.operational_status === 'running' ? res.body : undefined;
-    }, 120_000);
+    const running = await waitForRunningWorkspace(api, key, requested.workspace_id, userId);
     workspace = { workspace_id: requested.workspace_id, share_id: requested.share_id, workspace_url: running.workspace_url };
     ownerJwt = running.workspace_url.split('/').pop();
   });

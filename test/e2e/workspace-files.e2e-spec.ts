@@ -5,13 +5,11 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { request as httpRequest, IncomingMessage } from 'node:http';
-import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { GroupsService } from '@ws/groups';
 import { ImagesService } from '@ws/images';
-import { ServersService } from '@ws/servers';
-import { ZonesService } from '@ws/zones';
 import { desktopImage, localDocker, TestApi, TestKey, waitFor } from './harness';
+import { registerLocalServer, streamCookie, waitForRunningWorkspace } from './fixtures';
 
 const MiB = 1024 * 1024;
 const UPLOAD_TYPE = 'application/x-workspace-file';
@@ -39,8 +37,7 @@ describe('workspace files: uploads into ~/Uploads, downloads from ~/Downloads', 
     const imageName = desktopImage();
     api = await TestApi.start({ UPLOAD_MAX_MB: 4, DOWNLOAD_MAX_MB: 4 }, { worker: true });
     base = await api.listen();
-    const zone = await api.app.get(ZonesService).ensure('default');
-    await api.app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 4, memory: 8 * 1024 ** 3 });
+    await registerLocalServer(api);
     const image = await api.app.get(ImagesService).upsert({ name: imageName, friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2, xRes: 800, yRes: 600 });
     key = await api.key(['Users Auth Session', 'User']);
     admin = await api.key(['Global Admin']);
@@ -48,21 +45,11 @@ describe('workspace files: uploads into ~/Uploads, downloads from ~/Downloads', 
     const requested = (await api.call('request_workspace', key, { user_id: ownerId, image_id: image.id, enable_sharing: true })).body;
     workspaceId = requested.workspace_id;
     shareId = requested.share_id;
-    const running = await waitFor('running', async () => {
-      const res = await api.call('get_workspace_status', key, { workspace_id: workspaceId, user_id: ownerId });
-      return res.body.workspace?.operational_status === 'running' ? res.body : undefined;
-    }, 120_000);
+    const running = await waitForRunningWorkspace(api, key, workspaceId, ownerId);
     containerId = running.workspace.container_id;
-    ownerCookie = await streamCookie(running.workspace_url.split('/').pop(), { workspace_id: workspaceId });
+    ownerCookie = await streamCookie(api.app, running.workspace_url.split('/').pop(), { workspace_id: workspaceId });
   }, 300_000);
   afterAll(async () => api?.close());
-
-  /** The browser client's connect call: answers the stream cookie the file routes take. */
-  async function streamCookie(jwt: string, target: { workspace_id: string } | { share_id: string }): Promise<string> {
-    const res = await request(api.app.getHttpServer()).post('/api/client/connect').set('content-type', 'application/json').send({ session_jwt: jwt, ...target });
-    expect(res.status).toBe(200);
-    return (res.headers['set-cookie'] as unknown as string[])[0].split(';')[0];
-  }
 
   /** Runs a shell command in the workspace as its user (root: false) and answers stdout. */
   async function sh(cmd: string, user?: 'root'): Promise<string> {
@@ -193,7 +180,7 @@ describe('workspace files: uploads into ~/Uploads, downloads from ~/Downloads', 
 
     const joined = await api.call('join_workspace', key, { share_id: shareId });
     expect(joined.status).toBe(200);
-    const joinerCookie = await streamCookie(joined.body.session_token, { share_id: shareId });
+    const joinerCookie = await streamCookie(api.app, joined.body.session_token, { share_id: shareId });
     expect((await upload('joiner.bin', data, joinerCookie)).status).toBe(403);
     expect((await exchange('GET', `/api/stream/${workspaceId}/downloads`, { headers: { cookie: joinerCookie } })).status).toBe(403);
     expect((await exchange('GET', downloadPath('small.txt'), { headers: { cookie: joinerCookie } })).status).toBe(403);
