@@ -1,7 +1,6 @@
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -12,7 +11,7 @@ import { PgNotifications } from '@ws/database';
 import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
 import { ZonesService } from '@ws/zones';
-import { TestApi, TestKey, waitFor } from './harness';
+import { freePort, TestApi, TestKey, waitFor } from './harness';
 import { PrivateRedis, REDIS_SERVER } from './private-redis';
 
 /**
@@ -201,17 +200,6 @@ function findPostgresBin(): string | undefined {
   if (!existsSync(root)) return undefined;
   const versions = readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'pg_ctl'))).sort((a, b) => Number(b) - Number(a));
   return versions.length ? join(root, versions[0], 'bin') : undefined;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** A throwaway cluster on a loopback port, run as the postgres user (postgres refuses to run as root). */

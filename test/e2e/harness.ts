@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { execFileSync } from 'node:child_process';
+import { createServer } from 'node:net';
 import type { INestApplicationContext } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import request from 'supertest';
@@ -116,6 +117,18 @@ export class TestApi {
     for (const c of await this.containers().catch(() => [])) await localDocker().remove(c.id).catch(() => undefined);
     await dropDatabase(this.config, this.database);
   }
+}
+
+/** A loopback port nobody listens on right now (for a server that must be named before it starts). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
 }
 
 /** Polls `check` until it returns a value other than undefined, within a bounded time. */

@@ -1,8 +1,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import Redis from 'ioredis';
-import { waitFor } from './harness';
+import { freePort, waitFor } from './harness';
 
 /** Debian's redis-server, when installed (npm test installs it). */
 export const REDIS_SERVER = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((p) => existsSync(p));
@@ -24,12 +23,7 @@ export class PrivateRedis {
 
   static async start(binary = REDIS_SERVER): Promise<PrivateRedis> {
     if (!binary) throw new Error('redis-server is needed for this test');
-    const port = await new Promise<number>((resolve, reject) => {
-      const probe = createServer().once('error', reject).listen(0, '127.0.0.1', () => {
-        const { port: free } = probe.address() as { port: number };
-        probe.close(() => resolve(free));
-      });
-    });
+    const port = await freePort();
     const redis = new PrivateRedis(PrivateRedis.spawn(binary, port), port, binary);
     await redis.ready();
     return redis;

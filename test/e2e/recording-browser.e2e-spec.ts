@@ -7,8 +7,8 @@ import { AppConfig, parseId, toWireId } from '@ws/common';
 import { jobId, JobProducer } from '@ws/queue';
 import { RecordingStores, SessionRecording } from '@ws/recordings';
 import { launchChromium } from './browser';
-import { TestApi, TestKey, waitFor } from './harness';
-import { buildCapture, freePort, insertWorkspace, seedCapture } from './recording-fixtures';
+import { freePort, TestApi, TestKey, waitFor } from './harness';
+import { buildCapture, insertWorkspace, seedCapture } from './recording-fixtures';
 import { S3Server, startS3Server } from './s3-server';
 
 const SECONDS = 6;

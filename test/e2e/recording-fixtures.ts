@@ -1,5 +1,4 @@
 import { execFile } from 'node:child_process';
-import { createServer } from 'node:net';
 import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { DataSource } from 'typeorm';
@@ -8,18 +7,6 @@ import { CAPTURE_MAGIC, CaptureRecordKind, recordHeader, RecordingStatus, segmen
 import { ObjectStore } from '@ws/storage';
 
 const run = promisify(execFile);
-
-/** A loopback port nobody listens on right now (the api's PUBLIC_BASE_URL must name it before the api starts). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * A workspace row (and its image) in raw SQL, with only the columns every version of the table has: recordings

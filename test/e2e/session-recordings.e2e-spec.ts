@@ -9,9 +9,9 @@ import { JOB_QUEUE, jobId, JobProducer } from '@ws/queue';
 import { CaptureRows, RecordingRetention, RecordingStores, recordingVideoKey, segmentKey, SessionRecording } from '@ws/recordings';
 import { ImagesService } from '@ws/images';
 import { ObjectStore } from '@ws/storage';
-import { desktopImage, HEX32, TestApi, TestKey, waitFor } from './harness';
+import { desktopImage, freePort, HEX32, TestApi, TestKey, waitFor } from './harness';
 import { openStream, registerLocalServer, waitForRunningWorkspace } from './fixtures';
-import { buildCapture, freePort, insertWorkspace, makeWebm, probeDuration, seedCapture } from './recording-fixtures';
+import { buildCapture, insertWorkspace, makeWebm, probeDuration, seedCapture } from './recording-fixtures';
 import { S3Server, startS3Server } from './s3-server';
 import { WorkerProcess } from './worker-processes';
 

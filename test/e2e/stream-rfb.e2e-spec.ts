@@ -6,12 +6,13 @@
  */
 import { ChildProcess, execFile, spawn } from 'child_process';
 import { accessSync, constants, existsSync, rmSync, writeFileSync } from 'fs';
-import { AddressInfo, createServer } from 'net';
+import { AddressInfo } from 'net';
 import { tmpdir } from 'os';
 import { delimiter, join } from 'path';
 import { decode } from 'jpeg-js';
 import WebSocket, { WebSocketServer, createWebSocketStream } from 'ws';
 import { Encoding, RfbClient, RfbError, RfbSession, RfbSessionRegistry, captureJpeg } from '@ws/stream';
+import { freePort } from './harness';
 
 const WIDTH = 640;
 const HEIGHT = 400;
@@ -45,14 +46,6 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<
       else resolve(stdout);
     });
   });
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
 }
 
 interface Proc {
