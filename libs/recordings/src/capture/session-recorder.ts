@@ -1,6 +1,6 @@
-import { createWriteStream, WriteStream } from 'node:fs';
-import { rm, unlink } from 'node:fs/promises';
-import { join } from 'node:path';
+import { closeSync, constants as fsConstants, createWriteStream, openSync, rmSync, WriteStream } from 'node:fs';
+import { open, rm, unlink } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import type { RfbSessionRecorder } from '@ws/stream/rfb-proxy';
 import { CAPTURE_MAGIC, CaptureRecordKind, RECORD_HEADER_BYTES, segmentKey } from '../capture-format';
@@ -21,19 +21,54 @@ export interface RecorderLimits {
 const STAGING_BYTES = 512 * 1024;
 /** Staging buffers kept for reuse, shared by the process's recorders (at most 16 MiB idle). */
 const IDLE_STAGING_BUFFERS = 32;
+/** Staging buffers come in slabs of this many, each slab one WebAssembly.Memory (page-aligned, as O_DIRECT needs). */
+const SLAB_BUFFERS = 16;
+const WASM_PAGE_BYTES = 64 * 1024;
 const idleStaging: Buffer[] = [];
 
 /**
- * A staging buffer, reused when one is idle. Fresh ones are off-heap memory that V8 counts against its external
- * limit: at 100+ MiB/s, allocating one per flush while the disk lags made major collections (on the api's whole
- * heap) the largest cost of recording.
+ * A staging buffer, reused when one is idle. Reuse matters: fresh buffers are off-heap memory that V8 counts
+ * against its external limit, and at 100+ MiB/s allocating one per flush while the disk lagged made major
+ * collections of the api's whole heap the largest cost of recording. They are page-aligned so that the spool can
+ * be written with O_DIRECT.
  */
 function takeStaging(): Buffer {
-  return idleStaging.pop() ?? Buffer.allocUnsafeSlow(STAGING_BYTES);
+  const idle = idleStaging.pop();
+  if (idle) return idle;
+  const pages = (STAGING_BYTES * SLAB_BUFFERS) / WASM_PAGE_BYTES;
+  const slab = new WebAssembly.Memory({ initial: pages, maximum: pages }).buffer;
+  for (let i = 1; i < SLAB_BUFFERS; i++) idleStaging.push(Buffer.from(slab, i * STAGING_BYTES, STAGING_BYTES));
+  return Buffer.from(slab, 0, STAGING_BYTES);
 }
 
 function returnStaging(buffer: Buffer): void {
   if (idleStaging.length < IDLE_STAGING_BUFFERS) idleStaging.push(buffer);
+}
+
+/** Spool roots where O_DIRECT was tried: whether it works there. */
+const directSupport = new Map<string, boolean>();
+
+/**
+ * O_DIRECT spool writes skip the page cache: the bytes go from the staging buffer to the disk, with no page-cache
+ * page to allocate per 4 KiB written (in a VM, first-touched page-cache pages cost ~2 ms of kernel CPU per MiB,
+ * more than forwarding the stream). Filesystems without it (tmpfs) get ordinary writes.
+ */
+function spoolOpenFlags(spoolDir: string): number {
+  const { O_WRONLY, O_CREAT, O_EXCL, O_DIRECT } = fsConstants;
+  const root = dirname(spoolDir);
+  let direct = directSupport.get(root);
+  if (direct === undefined) {
+    const probe = join(spoolDir, '.direct-probe');
+    try {
+      closeSync(openSync(probe, O_WRONLY | O_CREAT | (O_DIRECT ?? 0), 0o600));
+      direct = O_DIRECT !== undefined;
+    } catch {
+      direct = false;
+    }
+    rmSync(probe, { force: true });
+    directSupport.set(root, direct);
+  }
+  return O_WRONLY | O_CREAT | O_EXCL | (direct ? (O_DIRECT as number) : 0);
 }
 
 export const DEFAULT_RECORDER_LIMITS: Omit<RecorderLimits, 'segmentBytes' | 'segmentMs'> = {
@@ -72,6 +107,8 @@ interface OpenSegment {
   stream: WriteStream;
   bytes: number;
   records: number;
+  /** Bytes handed to the stream (whole staging buffers). */
+  written: number;
 }
 
 type RecorderState = 'recording' | 'ending' | 'stopped';
@@ -90,6 +127,7 @@ export class SessionRecorder implements RfbSessionRecorder {
   /** Records not yet handed to the current segment's stream (at most STAGING_BYTES; lost only if the process dies). */
   private staging: Buffer = takeStaging();
   private staged = 0;
+  private readonly header = Buffer.alloc(RECORD_HEADER_BYTES);
   private nextSegment = 0;
   private serverRecords = 0;
   private pendingUploads = 0;
@@ -157,19 +195,15 @@ export class SessionRecorder implements RfbSessionRecorder {
 
   private write(kind: CaptureRecordKind, payload: Buffer, force = false): void {
     const segment = this.segment ?? this.openSegment();
-    const size = RECORD_HEADER_BYTES + payload.length;
-    if (this.staged + size > this.staging.length) this.flush(segment);
-    // Records gather in one buffer (the copy the caller's reused buffer needs anyway): one spool write and
-    // one allocation per STAGING_BYTES instead of one per chunk.
-    const target = size > this.staging.length ? Buffer.allocUnsafe(size) : this.staging;
-    const at = target === this.staging ? this.staged : 0;
-    target.writeUInt8(kind, at);
-    target.writeUInt32BE(Math.min(0xffffffff, Math.floor(performance.now() - this.t0)), at + 1);
-    target.writeUInt32BE(payload.length, at + 5);
-    payload.copy(target, at + RECORD_HEADER_BYTES);
-    if (target === this.staging) this.staged += size;
-    else segment.stream.write(target);
-    segment.bytes += size;
+    const header = this.header;
+    header.writeUInt8(kind, 0);
+    header.writeUInt32BE(Math.min(0xffffffff, Math.floor(performance.now() - this.t0)), 1);
+    header.writeUInt32BE(payload.length, 5);
+    // Records gather in the staging buffer (the copy the caller's reused buffer needs anyway), across buffers:
+    // every spool write is one whole, aligned buffer, as O_DIRECT needs; the segment's tail is written at its close.
+    this.append(segment, header);
+    this.append(segment, payload);
+    segment.bytes += RECORD_HEADER_BYTES + payload.length;
     segment.records++;
     if (force) return;
     if (segment.stream.writableLength > this.options.limits.maxSpoolBacklogBytes) {
@@ -179,22 +213,33 @@ export class SessionRecorder implements RfbSessionRecorder {
     }
   }
 
-  /** Hands the gathered records to the spool file; the buffer goes back to the idle ones once written. */
-  private flush(segment: OpenSegment): void {
-    if (this.staged === 0) return;
+  private append(segment: OpenSegment, bytes: Buffer): void {
+    for (let from = 0; from < bytes.length; ) {
+      const count = Math.min(bytes.length - from, STAGING_BYTES - this.staged);
+      bytes.copy(this.staging, this.staged, from, from + count);
+      this.staged += count;
+      from += count;
+      if (this.staged === STAGING_BYTES) this.flushFull(segment);
+    }
+  }
+
+  /** Hands a full staging buffer to the spool file; it goes back to the idle ones once written. */
+  private flushFull(segment: OpenSegment): void {
     const full = this.staging;
-    segment.stream.write(full.subarray(0, this.staged), () => returnStaging(full));
+    segment.stream.write(full, () => returnStaging(full));
+    segment.written += STAGING_BYTES;
     this.staging = takeStaging();
     this.staged = 0;
   }
 
   private openSegment(): OpenSegment {
     const path = join(this.options.spoolDir, segmentFileName(this.nextSegment++));
-    const stream = createWriteStream(path, { flags: 'wx' });
-    const segment: OpenSegment = { path, stream, bytes: CAPTURE_MAGIC.length, records: 0 };
+    // Numeric flags (O_DIRECT has no letter): fs.open takes them, the typings name only the string form.
+    const stream = createWriteStream(path, { flags: spoolOpenFlags(this.options.spoolDir) as unknown as string });
+    const segment: OpenSegment = { path, stream, bytes: CAPTURE_MAGIC.length, records: 0, written: 0 };
     stream.on('error', (err) => this.stop(`spool file ${path}: ${err.message}`));
-    stream.write(CAPTURE_MAGIC);
     this.segment = segment;
+    this.append(segment, CAPTURE_MAGIC);
     return segment;
   }
 
@@ -202,9 +247,12 @@ export class SessionRecorder implements RfbSessionRecorder {
   private closeSegment(): void {
     const segment = this.segment;
     if (!segment) return;
-    this.flush(segment);
     this.segment = null;
-    const closed = finished(segment.stream);
+    const tail = this.staging;
+    const tailBytes = this.staged;
+    this.staging = takeStaging();
+    this.staged = 0;
+    const closed = finished(segment.stream).then(() => writeTail(segment.path, tail, tailBytes, segment.written)).finally(() => returnStaging(tail));
     closed.catch(() => undefined); // reported by the stream's error listener; awaited by the upload
     segment.stream.end();
     if (++this.pendingUploads > this.options.limits.maxPendingSegments) {
@@ -287,6 +335,17 @@ export class SessionRecorder implements RfbSessionRecorder {
       await rm(this.options.spoolDir, { recursive: true, force: true }).catch(() => undefined);
       this.resolveClosed();
     }
+  }
+}
+
+/** The last, partial staging buffer of a segment, written after the stream's whole buffers (not O_DIRECT). */
+async function writeTail(path: string, tail: Buffer, bytes: number, at: number): Promise<void> {
+  if (bytes === 0) return;
+  const handle = await open(path, 'r+');
+  try {
+    await handle.write(tail, 0, bytes, at);
+  } finally {
+    await handle.close();
   }
 }
 
