@@ -5,20 +5,11 @@
 import { Z_SYNC_FLUSH, createDeflate } from 'node:zlib';
 import { encode as encodeJpeg } from 'jpeg-js';
 import { Encoding, PixelFormat, encodePixelFormat } from '@ws/stream';
+// The byte builders are libs/stream's own test helpers: one copy of the RFB wire primitives.
+import { cat, compactLength, rectHeader, serverInit as rfbServerInit, u32, u8 } from '@ws/stream/rfb-test-helpers';
 import { CAPTURE_MAGIC, CaptureRecordKind, encodeCaptureRecord } from '../capture-format';
 
-export const u8 = (...v: number[]) => Buffer.from(v);
-export function u16(v: number): Buffer {
-  const b = Buffer.alloc(2);
-  b.writeUInt16BE(v, 0);
-  return b;
-}
-export function u32(v: number): Buffer {
-  const b = Buffer.alloc(4);
-  b.writeUInt32BE(v >>> 0, 0);
-  return b;
-}
-export const cat = (...parts: Buffer[]) => Buffer.concat(parts);
+export { cat, compactLength, rectHeader, u16, u32, u8, update } from '@ws/stream/rfb-test-helpers';
 
 export function format(bitsPerPixel: number, depth: number, bigEndian: boolean, max: [number, number, number], shift: [number, number, number], trueColour = true): PixelFormat {
   return { bitsPerPixel, depth, bigEndian, trueColour, redMax: max[0], greenMax: max[1], blueMax: max[2], redShift: shift[0], greenShift: shift[1], blueShift: shift[2] };
@@ -105,23 +96,9 @@ export function cpixel(pf: PixelFormat, r: number, g: number, b: number): Buffer
   return wire;
 }
 
-export function rectHeader(x: number, y: number, w: number, h: number, encoding: number): Buffer {
-  const b = Buffer.alloc(12);
-  b.writeUInt16BE(x, 0);
-  b.writeUInt16BE(y, 2);
-  b.writeUInt16BE(w, 4);
-  b.writeUInt16BE(h, 6);
-  b.writeInt32BE(encoding, 8);
-  return b;
-}
-
+/** ServerInit with the pixel format before the name (the replay tests vary the format, not the name). */
 export function serverInit(width: number, height: number, pf: PixelFormat, name = 'replay test'): Buffer {
-  const n = Buffer.from(name, 'utf8');
-  return cat(u16(width), u16(height), encodePixelFormat(pf), u32(n.length), n);
-}
-
-export function update(rects: Buffer[], count = rects.length): Buffer {
-  return cat(u8(0, 0), u16(count), ...rects);
+  return rfbServerInit(width, height, name, pf);
 }
 
 /** The picture's pixels in the rectangle (x, y, w, h) of the picture, as `pixel` encodes each. */
@@ -138,13 +115,6 @@ function pixelsOf(pic: Picture, x: number, y: number, w: number, h: number, pixe
 
 export function rawRect(pic: Picture, pf: PixelFormat, x = 0, y = 0, w = pic.width, h = pic.height): Buffer {
   return cat(rectHeader(x, y, w, h, Encoding.Raw), pixelsOf(pic, x, y, w, h, (r, g, b) => encodePixel(pf, pixelValue(pf, r, g, b))));
-}
-
-/** Tight compact length (1–3 bytes). */
-export function compactLength(n: number): Buffer {
-  if (n < 0x80) return u8(n);
-  if (n < 0x4000) return u8((n & 0x7f) | 0x80, n >> 7);
-  return u8((n & 0x7f) | 0x80, ((n >> 7) & 0x7f) | 0x80, n >> 14);
 }
 
 /**
