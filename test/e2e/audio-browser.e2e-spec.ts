@@ -6,9 +6,9 @@
 import { Browser, Page } from 'playwright-core';
 import { GroupsService } from '@ws/groups';
 import { ImagesService } from '@ws/images';
-import { ensureChromium, launchChromium } from './browser';
+import { launchChromium, startBrowserSuiteApi } from './browser';
 import { dockerExec, peak, playTone, stopTone } from './audio-fixtures';
-import { desktopImage, TestApi, TestKey, waitFor } from './harness';
+import { TestApi, TestKey, waitFor } from './harness';
 import { registerLocalServer, waitForRunningWorkspace } from './fixtures';
 
 
@@ -23,11 +23,9 @@ describe('workspace audio in the browser client', () => {
   let ownerUrl: string;
 
   beforeAll(async () => {
-    ensureChromium();
-    const imageName = desktopImage();
-    api = await TestApi.start({ WORKER_LOCK_MS: 3000 });
-    base = await api.listen();
-    await api.startWorker();
+    const started = await startBrowserSuiteApi();
+    ({ api, base } = started);
+    const imageName = started.imageName;
     await registerLocalServer(api);
     const image = await api.app.get(ImagesService).upsert({
       name: imageName, friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2, xRes: 800, yRes: 600,

@@ -8,9 +8,9 @@ import { readFileSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { GroupsService } from '@ws/groups';
 import { ImagesService } from '@ws/images';
-import { desktopImage, localDocker, TestApi, TestKey } from './harness';
+import { localDocker, TestApi, TestKey } from './harness';
 import { registerLocalServer, waitForRunningWorkspace } from './fixtures';
-import { ensureChromium, launchChromium } from './browser';
+import { launchChromium, startBrowserSuiteApi } from './browser';
 
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
 
@@ -28,11 +28,9 @@ describe('files in the browser client (chromium)', () => {
   const log: string[] = [];
 
   beforeAll(async () => {
-    ensureChromium();
-    const imageName = desktopImage();
-    api = await TestApi.start({ WORKER_LOCK_MS: 3000 });
-    base = await api.listen();
-    await api.startWorker();
+    const started = await startBrowserSuiteApi();
+    ({ api, base } = started);
+    const imageName = started.imageName;
     await registerLocalServer(api);
     const image = await api.app.get(ImagesService).upsert({ name: imageName, friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2, xRes: 800, yRes: 600 });
     key = await api.key(['Users Auth Session', 'User']);
