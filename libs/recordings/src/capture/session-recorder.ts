@@ -36,7 +36,14 @@ function takeStaging(): Buffer {
   const idle = idleStaging.pop();
   if (idle) return idle;
   const pages = (STAGING_BYTES * SLAB_BUFFERS) / WASM_PAGE_BYTES;
-  const slab = new WebAssembly.Memory({ initial: pages, maximum: pages }).buffer;
+  let slab: ArrayBuffer;
+  try {
+    slab = new WebAssembly.Memory({ initial: pages, maximum: pages }).buffer;
+  } catch {
+    // V8 bounds the address space of all its WebAssembly memories together: past it, an unaligned buffer, which
+    // an O_DIRECT spool refuses (that recording stops; the stream goes on).
+    return Buffer.allocUnsafeSlow(STAGING_BYTES);
+  }
   for (let i = 1; i < SLAB_BUFFERS; i++) idleStaging.push(Buffer.from(slab, i * STAGING_BYTES, STAGING_BYTES));
   return Buffer.from(slab, 0, STAGING_BYTES);
 }
