@@ -1,0 +1,91 @@
+import { ApiError } from '@ws/common';
+import { ServerCredentialCipher } from './server-credentials';
+import { checkServerTarget, chooseRdpClientType, isValidHost, resolveConnection } from './server-target';
+
+const vnc = checkServerTarget({ protocol: 'vnc', host: '127.0.0.1', port: 5901, allowOverride: ['host', 'port'] });
+const rdp = (rdpClient: string) => checkServerTarget({ protocol: 'RDP', host: 'lab-1.example.org', usernameTemplate: 'corp\\{username}', domain: 'CORP', rdpClient, allowOverride: ['username', 'password', 'domain'] });
+
+const badRequest = (run: () => unknown, message: RegExp) => {
+  let thrown: unknown;
+  try {
+    run();
+  } catch (error) {
+    thrown = error;
+  }
+  expect(thrown).toBeInstanceOf(ApiError);
+  expect((thrown as ApiError).message).toMatch(message);
+};
+
+describe('server targets', () => {
+  it('accepts host names and IP addresses, nothing else', () => {
+    for (const host of ['127.0.0.1', '::1', 'fe80::1', 'lab-1.example.org', 'localhost', 'host.']) expect(isValidHost(host)).toBe(true);
+    for (const host of ['', '-a.org', 'a_b.org', 'a b', '999.1.1.1', 'a..b', 'x'.repeat(64), 'h:80', 'http://h']) expect(isValidHost(host)).toBe(false);
+  });
+
+  it('checks what an operator defines and fills the protocol default port', () => {
+    expect(rdp('user')).toMatchObject({ protocol: 'rdp', port: 3389, rdpClient: 'user' });
+    expect(checkServerTarget({ protocol: 'ssh', host: 'h' })).toMatchObject({ port: 22, rdpClient: 'guac', allowOverride: [] });
+    expect(() => checkServerTarget({ protocol: 'telnet', host: 'h' })).toThrow(/protocol/);
+    expect(() => checkServerTarget({ protocol: 'vnc', host: 'h', port: 70000 })).toThrow(/port/);
+    expect(() => checkServerTarget({ protocol: 'vnc', host: 'h', allowOverride: ['cmd'] })).toThrow(/overridable/);
+    expect(() => checkServerTarget({ protocol: 'vnc', host: 'h', rdpClient: 'rdp_client' })).toThrow(/only applies to rdp/);
+    expect(() => checkServerTarget({ protocol: 'rdp', host: 'h', rdpClient: 'native' })).toThrow(/rdp client/);
+    expect(() => checkServerTarget({ protocol: 'rdp', host: 'h', usernameTemplate: 'a\nb' })).toThrow(/username/);
+  });
+
+  it('applies allowed overrides, validated field by field', () => {
+    expect(resolveConnection(vnc, 'secret', { connection_info: { host: 'desk-2', port: 5902 } }, 'alice'))
+      .toEqual({ protocol: 'vnc', host: 'desk-2', port: 5902, username: '', password: 'secret', domain: '', rdpClientType: null });
+    expect(resolveConnection(vnc, 'secret', {}, 'alice')).toMatchObject({ host: '127.0.0.1', port: 5901 });
+    badRequest(() => resolveConnection(vnc, '', { connection_info: { password: 'x' } }, 'a'), /does not allow connection_info.password/);
+    badRequest(() => resolveConnection(vnc, '', { connection_info: { cmd: 'x' } }, 'a'), /connection_info.cmd is not a connection setting/);
+    badRequest(() => resolveConnection(vnc, '', { connection_info: { port: 0 } }, 'a'), /port must be an integer/);
+    badRequest(() => resolveConnection(vnc, '', { connection_info: { port: '5900' } }, 'a'), /port must be an integer/);
+    badRequest(() => resolveConnection(vnc, '', { connection_info: { host: 'a b' } }, 'a'), /host must be/);
+    badRequest(() => resolveConnection(vnc, '', { connection_info: [] }, 'a'), /must be an object/);
+  });
+
+  it('fills the username template with the requesting user and lets allowed fields override it', () => {
+    expect(resolveConnection(rdp('guac'), 'pw', {}, 'alice')).toMatchObject({ username: 'corp\\alice', password: 'pw', domain: 'CORP', rdpClientType: 'GUAC' });
+    expect(resolveConnection(rdp('guac'), 'pw', { connection_info: { username: 'bob', password: 'p2', domain: 'LAB' } }, 'alice'))
+      .toMatchObject({ username: 'bob', password: 'p2', domain: 'LAB' });
+    badRequest(() => resolveConnection(rdp('guac'), 'pw', { connection_info: { password: 7 } }, 'a'), /password must be a string/);
+  });
+
+  it('requires rdp_client_type when user selectable and refuses the other one when fixed', () => {
+    badRequest(() => chooseRdpClientType(rdp('user'), undefined), /rdp_client_type is required/);
+    expect(chooseRdpClientType(rdp('user'), 'RDP_CLIENT')).toBe('RDP_CLIENT');
+    expect(chooseRdpClientType(rdp('rdp_client'), undefined)).toBe('RDP_CLIENT');
+    badRequest(() => chooseRdpClientType(rdp('guac'), 'RDP_CLIENT'), /GUAC only/);
+    badRequest(() => chooseRdpClientType(rdp('user'), 'VNC'), /must be GUAC or RDP_CLIENT/);
+    badRequest(() => chooseRdpClientType(vnc, 'RDP_CLIENT'), /only applies to RDP servers/);
+    expect(chooseRdpClientType(vnc, 'GUAC')).toBeNull();
+  });
+});
+
+describe('server credential cipher', () => {
+  const key = 'k'.repeat(32);
+
+  it('round-trips, never stores the plaintext, and binds the value to its image', () => {
+    const cipher = new ServerCredentialCipher(key);
+    const stored = cipher.encrypt('hunter2', 'image-1');
+    expect(stored).toMatch(/^v1:/);
+    expect(stored).not.toContain('hunter2');
+    expect(cipher.encrypt('hunter2', 'image-1')).not.toBe(stored);
+    expect(cipher.decrypt(stored, 'image-1')).toBe('hunter2');
+    expect(() => cipher.decrypt(stored, 'image-2')).toThrow(/does not decrypt/);
+    expect(() => new ServerCredentialCipher('z'.repeat(32)).decrypt(stored, 'image-1')).toThrow(/does not decrypt/);
+    const [v, iv, tag, body] = stored.split(':');
+    const flipped = Buffer.from(body, 'base64url');
+    flipped[0] ^= 1;
+    expect(() => cipher.decrypt([v, iv, tag, flipped.toString('base64url')].join(':'), 'image-1')).toThrow(/does not decrypt/);
+    expect(() => cipher.decrypt('plain', 'image-1')).toThrow(/not a stored server credential/);
+  });
+
+  it('refuses short keys, and storing a password without a key', () => {
+    expect(() => new ServerCredentialCipher('short')).toThrow(/at least 32/);
+    const none = new ServerCredentialCipher('');
+    expect(none.configured).toBe(false);
+    expect(() => none.encrypt('pw', 'image-1')).toThrow(/SERVER_CREDENTIALS_KEY is not set/);
+  });
+});
