@@ -126,7 +126,12 @@ describe('buildContainerSpec', () => {
   it('uses the image network only when the image is restricted to it, else the isolated workspace network', () => {
     expect(buildContainerSpec(input({ image: { name: 'i:1', restrictToNetwork: true, networkName: 'wsnet' } })).network).toBe('wsnet');
     expect(buildContainerSpec(input({ image: { name: 'i:1', restrictToNetwork: false, networkName: 'wsnet' } })).network).toBe(WORKSPACE_NETWORK.name);
-    expect(buildContainerSpec(input({ image: { name: 'i:1', restrictToNetwork: true, networkName: null } })).network).toBe(WORKSPACE_NETWORK.name);
+    expect(() => buildContainerSpec(input({ image: { name: 'i:1', restrictToNetwork: true, networkName: null } }))).toThrow(/i:1 is restricted to a network but names none/);
+  });
+
+  it('puts the container on the image network even when the launch chose another, else on the chosen one', () => {
+    expect(buildContainerSpec(input({ image: { name: 'i:1', restrictToNetwork: true, networkName: 'wsnet' }, network: 'other' })).network).toBe('wsnet');
+    expect(buildContainerSpec(input({ image: { name: 'i:1', restrictToNetwork: false, networkName: 'wsnet' }, network: 'other' })).network).toBe('other');
   });
 
   it('turns no-new-privileges on unless told otherwise', () => {

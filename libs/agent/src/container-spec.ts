@@ -207,8 +207,7 @@ export function buildContainerSpec(input: BuildContainerSpecInput): WorkspaceCon
     labels: { [LABELS.workspaceId]: workspace.id, [LABELS.deploymentId]: input.deploymentId },
     ports,
     publishHost: input.server?.publishHost || '127.0.0.1',
-    // An image restricted to a network of the operator's goes there; every other workspace joins the isolated one.
-    network: input.network || (image.restrictToNetwork && image.networkName ? image.networkName : WORKSPACE_NETWORK.name),
+    network: networkOf(image, input.network),
     shmSizeBytes: shm,
     noNewPrivileges: input.noNewPrivileges ?? true,
     cpuAllocation: effectiveCpuAllocation(image.cpuAllocationMethod, input.server?.cpuAllocationMethod),
@@ -218,4 +217,16 @@ export function buildContainerSpec(input: BuildContainerSpecInput): WorkspaceCon
     ...(run.securityOpt?.length ? { securityOpt: run.securityOpt } : {}),
     ...(mounts.length ? { mounts } : {}),
   };
+}
+
+/**
+ * An image restricted to a network of the operator's always goes there (it wins over a launch's choice, which the
+ * launch already refused when it differed); else the launch's choice, else the isolated workspace network.
+ */
+function networkOf(image: { name: string; restrictToNetwork?: boolean | null; networkName?: string | null }, chosen: string | null | undefined): string {
+  if (image.restrictToNetwork) {
+    if (!image.networkName) throw new Error(`The image ${image.name} is restricted to a network but names none (network_name)`);
+    return image.networkName;
+  }
+  return chosen || WORKSPACE_NETWORK.name;
 }

@@ -69,13 +69,13 @@ async function bounded<T>(host: DockerHost, operation: string, fn: (abortSignal:
   }
 }
 
-async function inspectNetwork(host: DockerHost): Promise<NetworkInfo | null> {
-  return bounded(host, `inspect network ${WORKSPACE_NETWORK.name}`, async (abortSignal) => {
+async function inspectNetwork(host: DockerHost, name: string = WORKSPACE_NETWORK.name): Promise<NetworkInfo | null> {
+  return bounded(host, `inspect network ${name}`, async (abortSignal) => {
     try {
       // Network.inspect would put an abort signal into the query string; dial directly.
       return await new Promise<NetworkInfo>((resolve, reject) => {
         host.docker.modem.dial(
-          { path: `/networks/${encodeURIComponent(WORKSPACE_NETWORK.name)}?`, method: 'GET', abortSignal, statusCodes: { 200: true, 404: 'no such network', 500: 'server error' }, options: {} },
+          { path: `/networks/${encodeURIComponent(name)}?`, method: 'GET', abortSignal, statusCodes: { 200: true, 404: 'no such network', 500: 'server error' }, options: {} },
           (err: unknown, data: unknown) => (err ? reject(err) : resolve(data as NetworkInfo)),
         );
       });
@@ -123,4 +123,12 @@ export function ensureWorkspaceNetwork(host: DockerHost): Promise<string> {
   const promise = ensure(host).finally(() => inFlight.delete(host));
   inFlight.set(host, promise);
   return promise;
+}
+
+/**
+ * Whether an operator's network (an image's network_name, a cast visitor's choice) exists on this host. The agent
+ * never creates those: their isolation is the operator's, so a missing one fails the provision instead.
+ */
+export async function networkExists(host: DockerHost, name: string): Promise<boolean> {
+  return (await inspectNetwork(host, name)) !== null;
 }

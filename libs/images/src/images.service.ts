@@ -33,6 +33,9 @@ export interface ImageDefinition {
   cpuAllocationMethod?: string;
   /** Docker networks a cast link with dynamic_container_network lets its visitor choose from. */
   selectableNetworks?: string[];
+  /** Its containers join networkName (an operator's Docker network) instead of the isolated workspace network. */
+  restrictToNetwork?: boolean;
+  networkName?: string | null;
 }
 
 /** Who saves: an API caller passes its permissions; the operator's CLI passes nothing (it holds them all). */
@@ -92,8 +95,12 @@ export class ImagesService {
         throw new ApiError(ErrorCode.InvalidRequest, `selectable_networks: ${network} is not a selectable Docker network (a network name; not host or none)`);
       }
     }
+    if (definition.networkName && (!NETWORK_NAME.test(definition.networkName) || UNSELECTABLE_NETWORKS.has(definition.networkName))) {
+      throw new ApiError(ErrorCode.InvalidRequest, `network_name: ${definition.networkName} is not a usable Docker network (a network name; not host or none)`);
+    }
     return this.db.transaction(async (tx) => {
       const existing = await tx.findOneBy(Image, { friendlyName: definition.friendlyName });
+      checkNetworkRestriction(definition, existing);
       if (options.permissions) checkImagePermissions(wireFieldsOf(definition), !existing, options.permissions);
       const { portMap, ...fields } = definition;
       const id = existing?.id ?? newId();
@@ -137,4 +144,20 @@ function wireFieldsOf(definition: Partial<ImageDefinition>): string[] {
   return Object.entries(definition)
     .filter(([, v]) => v !== undefined)
     .map(([k]) => WIRE_NAMES[k as keyof ImageDefinition] ?? k);
+}
+
+/**
+ * restrict_to_network needs a network_name; and a cast visitor of a restricted image may choose only that network
+ * (the image's restriction wins), so its selectable_networks list nothing else. Checked on the saved result.
+ */
+function checkNetworkRestriction(definition: Partial<ImageDefinition>, existing: Image | null): void {
+  const restricted = definition.restrictToNetwork ?? existing?.restrictToNetwork ?? false;
+  if (!restricted) return;
+  const networkName = definition.networkName !== undefined ? definition.networkName : existing?.networkName ?? null;
+  const label = definition.friendlyName ?? existing?.friendlyName;
+  if (!networkName) throw new ApiError(ErrorCode.InvalidRequest, `Image ${label}: restrict_to_network needs a network_name`);
+  const others = (definition.selectableNetworks ?? existing?.selectableNetworks ?? []).filter((n) => n !== networkName);
+  if (others.length) {
+    throw new ApiError(ErrorCode.InvalidRequest, `Image ${label} is restricted to the network ${networkName}; selectable_networks may not list ${others.join(', ')}`);
+  }
 }

@@ -169,6 +169,14 @@ export class WorkspaceLaunch {
   private async checkLimits(launch: LaunchContext): Promise<void> {
     const image = need(launch.image, 'image');
     if (!image.enabled) throw new ApiError(ErrorCode.InvalidRequest, `Image (${toWireId(image.id)}) is disabled`);
+    if (image.restrictToNetwork) {
+      // The image's network wins over a cast visitor's choice; a different choice is refused, never ignored.
+      if (!image.networkName) throw new ApiError(ErrorCode.InvalidRequest, `Image ${image.friendlyName} (${toWireId(image.id)}) is restricted to a network but names none (network_name)`);
+      const chosen = launch.inputs.containerNetwork;
+      if (chosen && chosen !== image.networkName) {
+        throw new ApiError(ErrorCode.InvalidRequest, `Image ${image.friendlyName} (${toWireId(image.id)}) is restricted to the network ${image.networkName}; container_network ${chosen} is not allowed`);
+      }
+    }
     if (launch.request.enable_sharing) {
       await this.entitlements.assertFeature('session_sharing', 'Workspace sharing');
       if (!need(launch.settings, 'settings').clientSettings.allow_workspace_sharing) {

@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, LessThan, Repository } from 'typeorm';
 import {
-  buildContainerSpec, ContainerNotFoundError, ContainerState, containerNameFor, DockerHost, DockerHosts, ensureWorkspaceNetwork, isTransientDockerError, LABELS, WORKSPACE_NETWORK,
+  buildContainerSpec, ContainerNotFoundError, ContainerState, containerNameFor, DockerHost, DockerHosts, ensureWorkspaceNetwork, isTransientDockerError, networkExists, LABELS, WORKSPACE_NETWORK,
 } from '@ws/agent';
 import { AppConfig } from '@ws/common';
 import { jobId, JobProducer, PermanentFailure } from '@ws/queue';
@@ -67,6 +67,9 @@ export class WorkspaceRuntime {
       if (!state) {
         await this.progress(workspace, 20, 'Creating the container');
         if (spec.network === WORKSPACE_NETWORK.name) await ensureWorkspaceNetwork(host); // isolated bridge, see docs/decisions.md
+        else if (spec.network && !(await networkExists(host, spec.network))) {
+          throw new PermanentFailure(`The Docker network ${spec.network} does not exist on the server ${server.hostname}; create it there (docker network create) or change the image's network_name`);
+        }
         const { containerId } = await host.createWorkspaceContainer(spec);
         await this.profiles.prepare(workspace, image, host, containerId); // before the desktop starts (Reset, or load the saved one)
         attempt.signal?.throwIfAborted();

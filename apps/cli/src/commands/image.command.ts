@@ -82,8 +82,11 @@ export function registerImageCommands(program: Command): void {
     .option('--go-cmd <command>', 'exec_config.go.cmd')
     .option('--enabled')
     .option('--disabled')
+    .option('--network-name <name>', 'the Docker network (which must exist on the servers) a restricted image\'s containers join')
+    .option('--restrict-to-network', 'containers join --network-name instead of the isolated workspace network')
+    .option('--no-restrict-to-network', 'containers join the isolated workspace network again')
     .option('--json')
-    .action(async (ref: string, o: Partial<ImageOptions> & { reference?: string; enabled?: boolean }) => {
+    .action(async (ref: string, o: Partial<ImageOptions> & { reference?: string; enabled?: boolean; networkName?: string; restrictToNetwork?: boolean }) => {
       if (o.enabled && o.disabled) throw new Error('give --enabled or --disabled, not both');
       const images = await service(ImagesService);
       const current = await images.findByRef(ref);
@@ -93,6 +96,7 @@ export function registerImageCommands(program: Command): void {
       const saved = await images.update(ref, {
         name: o.reference, cores: o.cores, memory: o.memory, runConfig: o.runConfig, volumeMappings: o.volumeMappings, cpuAllocationMethod: o.cpuAllocationMethod, execConfig,
         selectableNetworks: o.selectableNetwork, enabled: o.enabled ? true : o.disabled ? false : undefined,
+        restrictToNetwork: o.restrictToNetwork, networkName: o.networkName,
       });
       print(o.json ? toImageResponse(saved) : { image_id: toImageResponse(saved).image_id, name: saved.name, friendly_name: saved.friendlyName }, o.json ?? false);
     });
