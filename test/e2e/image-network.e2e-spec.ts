@@ -1,4 +1,5 @@
 import Docker from 'dockerode';
+import supertest from 'supertest';
 import { DataSource } from 'typeorm';
 import { parseId, randomSecret } from '@ws/common';
 import { ImagesService } from '@ws/images';
@@ -72,6 +73,19 @@ describe('image restrict_to_network', () => {
     expect(Object.keys(inspected.NetworkSettings.Networks)).toEqual([networkName]);
     const wire = (await api.call('get_workspace_status', key, { workspace_id: workspaceId, user_id: userId })).body;
     expect(wire.workspace?.operational_status).toBe('running');
+  });
+
+  it('refuses a cast visitor\'s container_network other than the restricted image\'s network (the image wins)', async () => {
+    // The image save refuses such a selectable_networks; a row edited by hand still meets the launch's own check.
+    await db.query('UPDATE images SET selectable_networks = $1 WHERE friendly_name = $2', [['other-net'], 'Networked']);
+    const created = await api.call('create_cast_config', admin, {
+      target_cast_config: { casting_config_name: 'Restricted', image_id: await imageIdOf('Networked'), allow_anonymous: true, dynamic_container_network: true },
+    });
+    expect(created.status).toBe(200);
+    const res = await supertest(api.app.getHttpServer()).post('/api/client/cast').set('content-type', 'application/json')
+      .send({ key: created.body.cast_config.key, container_network: 'other-net' });
+    expect({ status: res.status, message: res.body.error_message }).toEqual({ status: 400, message: expect.stringContaining(`is restricted to the network ${networkName}; container_network other-net is not allowed`) });
+    await db.query('UPDATE images SET selectable_networks = $1 WHERE friendly_name = $2', [[], 'Networked']);
   });
 
   it('fails the provision clearly when the network does not exist on the server', async () => {
