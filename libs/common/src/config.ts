@@ -81,6 +81,12 @@ export class AppConfig {
    */
   @ValidateBy({ name: 'isEmptyOrLong', validator: { validate: (v: unknown) => v === '' || (typeof v === 'string' && v.length >= 32), defaultMessage: () => 'must be empty or at least 32 characters' } })
   STORAGE_SIGNING_SECRET = '';
+  /**
+   * Key (at least 32 characters) that encrypts server images' stored passwords (AES-256-GCM, issue 14). Empty (the
+   * default): server images can be made, but not with a stored password; changing it makes stored passwords unreadable.
+   */
+  @ValidateBy({ name: 'isEmptyOrLong', validator: { validate: (v: unknown) => v === '' || (typeof v === 'string' && v.length >= 32), defaultMessage: () => 'must be empty or at least 32 characters' } })
+  SERVER_CREDENTIALS_KEY = '';
   /** S3-compatible endpoint for s3:// urls (http(s)://host[:port]); empty: AWS's own endpoint for S3_REGION. */
   @Matches(/^(https?:\/\/[^/\s]+\/?)?$/, { message: 'must be empty or an http(s) origin' }) S3_ENDPOINT = '';
   @Matches(/^[a-z0-9-]{1,32}$/, { message: 'must be a region name such as us-east-1' }) S3_REGION = 'us-east-1';

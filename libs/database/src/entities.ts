@@ -3,6 +3,7 @@ import { CastConfig } from '@ws/casting/cast-config.entity';
 import { EgressConnection, EgressCredential, EgressCredentialGateway, EgressGateway, EgressProvider } from '@ws/egress/egress.entities';
 import { Group, UserGroup } from '@ws/groups/group.entity';
 import { Image, ImageAttribute } from '@ws/images/image.entity';
+import { ServerTargetRecord } from '@ws/images/server-target.entity';
 import { License } from '@ws/licensing/license.entity';
 import { PersistentProfile } from '@ws/profiles/persistent-profile.entity';
 import { Server } from '@ws/servers/server.entity';
@@ -19,6 +20,6 @@ import { Zone } from '@ws/zones/zone.entity';
 
 /** Every entity of every area; the one list the data source, the migration check and the tests share. */
 export const ALL_ENTITIES = [
-  ApiKey, Setting, User, UserAttributes, SessionToken, LoginLink, Group, UserGroup, Zone, Server, Image, ImageAttribute, Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, StagingConfig, CastConfig, SessionRecording, PersistentProfile, License,
+  ApiKey, Setting, User, UserAttributes, SessionToken, LoginLink, Group, UserGroup, Zone, Server, Image, ImageAttribute, ServerTargetRecord, Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, StagingConfig, CastConfig, SessionRecording, PersistentProfile, License,
   EgressProvider, EgressGateway, EgressCredential, EgressCredentialGateway, EgressConnection,
 ];

@@ -6,12 +6,16 @@ export interface ExecConfig {
   go?: { cmd?: string };
 }
 
+export type ImageKind = 'container' | 'server';
+
 /** A template workspaces are made from: a container image reference plus its resources and settings. */
 @Entity('images')
 export class Image {
   @PrimaryColumn('uuid') id!: string;
-  /** The container image reference, e.g. workspace-server/desktop:<hash>. */
+  /** The container image reference, e.g. workspace-server/desktop:<hash>; for a server image, server:<protocol>. */
   @Column('text') name!: string;
+  /** 'container' starts a container; 'server' reaches the existing server of its server_targets row (issue 14). */
+  @Column('text', { default: 'container' }) kind!: ImageKind;
   @Index({ unique: true }) @Column('text') friendlyName!: string;
   @Column('text', { default: '' }) description!: string;
   /** Thumbnail url shown by clients. */

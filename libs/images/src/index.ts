@@ -3,3 +3,7 @@ export * from './images.service';
 export * from './image.mappers';
 export * from './images.module';
 export * from './image-settings';
+export * from './server-target';
+export * from './server-target.entity';
+export * from './server-credentials';
+export * from './server-images.service';

@@ -169,6 +169,8 @@ export class WorkspaceLaunch {
   private async checkLimits(launch: LaunchContext): Promise<void> {
     const image = need(launch.image, 'image');
     if (!image.enabled) throw new ApiError(ErrorCode.InvalidRequest, `Image (${toWireId(image.id)}) is disabled`);
+    // Server images (issue 14) are stored and listed already; their launch (no container) is not wired yet.
+    if (image.kind === 'server') throw new ApiError(ErrorCode.InvalidRequest, `Image ${image.friendlyName} (${toWireId(image.id)}) is a server image; server sessions cannot be requested yet`);
     if (image.restrictToNetwork) {
       // The image's network wins over a cast visitor's choice; a different choice is refused, never ignored.
       if (!image.networkName) throw new ApiError(ErrorCode.InvalidRequest, `Image ${image.friendlyName} (${toWireId(image.id)}) is restricted to a network but names none (network_name)`);

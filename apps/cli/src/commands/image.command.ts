@@ -3,6 +3,7 @@ import { ImagesService, toImageResponse } from '@ws/images';
 import { ServersService } from '@ws/servers';
 import { ZonesService } from '@ws/zones';
 import { bytes, collect, int, num, print, service } from '../context';
+import { registerServerImageCommand } from './server-image.command';
 
 interface ImageOptions {
   friendlyName: string; description?: string; thumbnail?: string; cores: number; memory: number; xRes: number; yRes: number;
@@ -100,6 +101,7 @@ export function registerImageCommands(program: Command): void {
       });
       print(o.json ? toImageResponse(saved) : { image_id: toImageResponse(saved).image_id, name: saved.name, friendly_name: saved.friendlyName }, o.json ?? false);
     });
+  registerServerImageCommand(image);
   image.command('list').option('--json').action(async (o: { json?: boolean }) => {
     const rows = await (await service(ImagesService)).list();
     print(rows.map((i) => { const r = toImageResponse(i); return o.json ? r : { image_id: r.image_id, friendly_name: r.friendly_name, name: r.name, cores: r.cores, memory: r.memory, enabled: r.enabled }; }), o.json ?? false);
