@@ -1,8 +1,9 @@
 import Docker from 'dockerode';
 import supertest from 'supertest';
 import { DataSource } from 'typeorm';
-import { parseId, randomSecret } from '@ws/common';
+import { parseId, randomSecret, toWireId } from '@ws/common';
 import { ImagesService } from '@ws/images';
+import { ZonesService } from '@ws/zones';
 import { closeContext } from '../../apps/cli/src/context';
 import { runCli as cli } from './cli-runner';
 import { desktopImage, TestApi, TestKey, waitFor } from './harness';
@@ -73,6 +74,23 @@ describe('image restrict_to_network', () => {
     expect(Object.keys(inspected.NetworkSettings.Networks)).toEqual([networkName]);
     const wire = (await api.call('get_workspace_status', key, { workspace_id: workspaceId, user_id: userId })).body;
     expect(wire.workspace?.operational_status).toBe('running');
+  });
+
+  it('stages the containers of a restricted image on that network too', async () => {
+    const zoneId = toWireId((await api.app.get(ZonesService).ensure('default')).id);
+    const created = await api.call('create_staging_config', admin, { target_staging_config: { zone_id: zoneId, image_id: await imageIdOf('Networked'), num_sessions: 1, expiration: 1 } });
+    expect(created.status).toBe(200);
+    const configId = created.body.staging_config.staging_config_id as string;
+    const staged = await waitFor('a staged workspace running', async () => {
+      const rows: Array<{ status: string; container_id: string | null }> = await db.query(
+        `SELECT status, container_id FROM workspaces WHERE staging_config_id = $1 AND status <> 'deleted'`, [uuidOf(configId)],
+      );
+      if (rows.some((r) => r.status === 'failed')) throw new Error(`a staged workspace failed: ${JSON.stringify(rows)}`);
+      return rows.find((r) => r.status === 'running');
+    }, 180_000, 250);
+    const inspected = await engine.getContainer(staged.container_id as string).inspect();
+    expect(Object.keys(inspected.NetworkSettings.Networks)).toEqual([networkName]);
+    expect((await api.call('delete_staging_config', admin, { target_staging_config: { staging_config_id: configId } })).status).toBe(200);
   });
 
   it('refuses a cast visitor\'s container_network other than the restricted image\'s network (the image wins)', async () => {
