@@ -1,4 +1,6 @@
+import { closeContext } from '../../apps/cli/src/context';
 import { buildProgram } from '../../apps/cli/src/program';
+import type { TestApi } from './harness';
 
 /** Runs the operator CLI in-process with the environment's database (as an operator runs it); answers what it printed. */
 export async function runCli(...args: string[]): Promise<string> {
@@ -10,4 +12,17 @@ export async function runCli(...args: string[]): Promise<string> {
     spy.mockRestore();
   }
   return lines.join('\n');
+}
+
+/**
+ * Points the in-process CLI at `api`'s database, Redis prefix and deployment, as an operator's shell on that
+ * deployment would be. Answers the undo, for afterAll: closes the CLI's context and restores the environment.
+ */
+export function useApiForCli(api: TestApi): () => Promise<void> {
+  const saved = { ...process.env };
+  Object.assign(process.env, { DATABASE_NAME: api.config.DATABASE_NAME, REDIS_PREFIX: api.config.REDIS_PREFIX, DEPLOYMENT_ID: api.config.DEPLOYMENT_ID, LOG_LEVEL: 'error' });
+  return async () => {
+    await closeContext();
+    process.env = saved;
+  };
 }

@@ -1,20 +1,18 @@
-import { closeContext } from '../../apps/cli/src/context';
-import { runCli as cli } from './cli-runner';
+import { runCli as cli, useApiForCli } from './cli-runner';
 import { TestApi, waitFor } from './harness';
 
 
 describe('operator CLI', () => {
   let api: TestApi;
-  const saved = { ...process.env };
+  let restoreEnv: () => Promise<void> = async () => undefined;
 
   beforeAll(async () => {
     api = await TestApi.start();
     // The CLI reads its configuration from the environment, like the api.
-    Object.assign(process.env, { DATABASE_NAME: api.config.DATABASE_NAME, REDIS_PREFIX: api.config.REDIS_PREFIX, LOG_LEVEL: 'error' });
+    restoreEnv = useApiForCli(api);
   });
   afterAll(async () => {
-    await closeContext();
-    process.env = saved;
+    await restoreEnv();
     await api?.close();
   });
 

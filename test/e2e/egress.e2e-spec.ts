@@ -8,8 +8,7 @@ import { DataSource } from 'typeorm';
 import { closure, Permission } from '@ws/auth';
 import { newId, parseId, toWireId } from '@ws/common';
 import { EgressCatalog, EgressConnections, EgressCredential, EgressGateway, EgressProvider } from '@ws/egress';
-import { closeContext } from '../../apps/cli/src/context';
-import { runCli as cli } from './cli-runner';
+import { runCli as cli, useApiForCli } from './cli-runner';
 import { HEX32, TestApi, TestKey } from './harness';
 
 const BASE: Permission[] = ['Egress Credentials Create', 'Egress Credentials Modify', 'Egress Credentials Delete', 'Egress Providers Modify'];
@@ -19,7 +18,7 @@ describe('egress credentials', () => {
   let api: TestApi;
   let db: DataSource;
   let admin: TestKey;
-  const saved = { ...process.env };
+  let restoreEnv: () => Promise<void> = async () => undefined;
   const keys = new Map<string, TestKey>();
 
   let vpn: EgressProvider;
@@ -65,7 +64,7 @@ describe('egress credentials', () => {
     api = await TestApi.start({ DATABASE_POOL_SIZE: 14 });
     db = api.app.get(DataSource);
     admin = await api.key(['Global Admin']);
-    Object.assign(process.env, { DATABASE_NAME: api.config.DATABASE_NAME, REDIS_PREFIX: api.config.REDIS_PREFIX, LOG_LEVEL: 'error' });
+    restoreEnv = useApiForCli(api);
 
     const catalog = api.app.get(EgressCatalog);
     vpn = await catalog.createProvider('corp-vpn', 'username_password_vpn');
@@ -97,8 +96,7 @@ describe('egress credentials', () => {
   });
 
   afterAll(async () => {
-    await closeContext();
-    process.env = saved;
+    await restoreEnv();
     await api?.close();
   });
 

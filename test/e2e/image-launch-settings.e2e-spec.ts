@@ -6,8 +6,7 @@ import { parseId, randomSecret } from '@ws/common';
 import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
 import { FIRST_LAUNCH_MARKER, WorkspaceRuntime } from '@ws/workspaces';
-import { closeContext } from '../../apps/cli/src/context';
-import { runCli as cli } from './cli-runner';
+import { runCli as cli, useApiForCli } from './cli-runner';
 import { desktopImage, localDocker, TestApi, TestKey, waitFor } from './harness';
 
 
@@ -24,13 +23,13 @@ describe('image launch settings and capacity', () => {
   let key: TestKey;
   let admin: TestKey;
   let db: DataSource;
-  const saved = { ...process.env };
+  let restoreEnv: () => Promise<void> = async () => undefined;
   const mountRoot = `/tmp/ws-e2e-mounts-${randomSecret(4)}`;
   const engine = new Docker({ socketPath: '/var/run/docker.sock' });
 
   beforeAll(async () => {
     api = await TestApi.start({ WORKER_LOCK_MS: 3000 }, { worker: true });
-    Object.assign(process.env, { DATABASE_NAME: api.config.DATABASE_NAME, REDIS_PREFIX: api.config.REDIS_PREFIX, DEPLOYMENT_ID: api.config.DEPLOYMENT_ID, LOG_LEVEL: 'error' });
+    restoreEnv = useApiForCli(api);
     db = api.app.get(DataSource);
     // Exactly what scripts/start.sh does: the local engine with what Docker reports, the desktop at 1 core / 1 GiB.
     await cli('server', 'ensure-local');
@@ -39,8 +38,7 @@ describe('image launch settings and capacity', () => {
     admin = await api.key(['Global Admin']);
   });
   afterAll(async () => {
-    await closeContext();
-    process.env = saved;
+    await restoreEnv();
     await api?.close();
     rmSync(mountRoot, { recursive: true, force: true });
   });

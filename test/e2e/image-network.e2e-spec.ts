@@ -4,8 +4,7 @@ import { DataSource } from 'typeorm';
 import { parseId, randomSecret, toWireId } from '@ws/common';
 import { ImagesService } from '@ws/images';
 import { ZonesService } from '@ws/zones';
-import { closeContext } from '../../apps/cli/src/context';
-import { runCli as cli } from './cli-runner';
+import { runCli as cli, useApiForCli } from './cli-runner';
 import { desktopImage, TestApi, TestKey, waitFor } from './harness';
 
 const uuidOf = (wireId: string) => parseId(wireId) as string;
@@ -20,7 +19,7 @@ describe('image restrict_to_network', () => {
   let key: TestKey;
   let admin: TestKey;
   let db: DataSource;
-  const saved = { ...process.env };
+  let restoreEnv: () => Promise<void> = async () => undefined;
   const engine = new Docker({ socketPath: '/var/run/docker.sock' });
   const networkName = `ws-e2e-net-${randomSecret(4).toLowerCase()}`;
 
@@ -28,7 +27,7 @@ describe('image restrict_to_network', () => {
     // A bridge of the operator's, publishing only on 127.0.0.1.
     await engine.createNetwork({ Name: networkName, Driver: 'bridge', Options: { 'com.docker.network.bridge.host_binding_ipv4': '127.0.0.1' } });
     api = await TestApi.start({ WORKER_LOCK_MS: 3000 }, { worker: true });
-    Object.assign(process.env, { DATABASE_NAME: api.config.DATABASE_NAME, REDIS_PREFIX: api.config.REDIS_PREFIX, DEPLOYMENT_ID: api.config.DEPLOYMENT_ID, LOG_LEVEL: 'error' });
+    restoreEnv = useApiForCli(api);
     db = api.app.get(DataSource);
     await cli('server', 'ensure-local');
     await cli('image', 'add', desktopImage(), '--friendly-name', 'Networked', '--cores', '1', '--memory', '1G');
@@ -37,8 +36,7 @@ describe('image restrict_to_network', () => {
     admin = await api.key(['Global Admin']);
   });
   afterAll(async () => {
-    await closeContext();
-    process.env = saved;
+    await restoreEnv();
     await api?.close(); // removes the deployment's containers, so the network has no endpoints left
     await engine.getNetwork(networkName).remove().catch(() => undefined);
   });

@@ -4,14 +4,13 @@ import { hostname, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { WebSocket } from 'ws';
 import { DataSource } from 'typeorm';
-import { closeContext } from '../../apps/cli/src/context';
 import { AppConfig } from '@ws/common';
 import { ImagesService } from '@ws/images';
 import { JOB_QUEUE, jobId, JobProducer } from '@ws/queue';
 import { CaptureRecord, CaptureRecordKind, CAPTURE_MAGIC, readCaptureRecords, recordHeader, SessionRecording } from '@ws/recordings';
 import { CaptureRows, capturePrefixOf, RecordingCapture, segmentFileName, ThreadedUploader, writeSpoolOwner } from '@ws/recordings/capture';
 import { ObjectStore, openStore, S3ObjectStore } from '@ws/storage';
-import { runCli as cli } from './cli-runner';
+import { runCli as cli, useApiForCli } from './cli-runner';
 import { desktopImage, TestApi, TestKey, waitFor } from './harness';
 import { closeStream, openStream, registerLocalServer, waitForRunningWorkspace } from './fixtures';
 import { S3Server, startS3Server } from './s3-server';
@@ -44,7 +43,7 @@ describe.each(['file', 's3'] as const)('session recording capture through the ga
   let userId: string;
   let workspace: { workspace_id: string; share_id: string };
   let ownerJwt: string;
-  const saved = { ...process.env };
+  let restoreEnv: () => Promise<void> = async () => undefined;
 
   const rowsOf = (workspaceId: string) => api.app.get(DataSource).getRepository(SessionRecording).find({ where: { workspaceId: dashed(workspaceId) }, order: { startedAt: 'ASC' } });
   const recordSessions = async (value: 'true' | 'false' | 'none') => expect(await cli('group', 'set', 'All Users', '--record-sessions', value)).toContain(`record_sessions=${value}`);
@@ -78,7 +77,7 @@ describe.each(['file', 's3'] as const)('session recording capture through the ga
     api = await TestApi.start(overrides, { worker: true });
     base = await api.listen();
     store = openStore(api.config.STORAGE_URL, api.config);
-    Object.assign(process.env, { DATABASE_NAME: api.config.DATABASE_NAME, REDIS_PREFIX: api.config.REDIS_PREFIX, LOG_LEVEL: 'error' });
+    restoreEnv = useApiForCli(api);
     await registerLocalServer(api);
     const image = await api.app.get(ImagesService).upsert({ name: desktopImage(), friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2, xRes: 800, yRes: 600 });
     key = await api.key(['Users Auth Session', 'User']);
@@ -93,8 +92,7 @@ describe.each(['file', 's3'] as const)('session recording capture through the ga
   }, 240_000);
 
   afterAll(async () => {
-    await closeContext();
-    process.env = saved;
+    await restoreEnv();
     if (store instanceof S3ObjectStore) store.close();
     await api?.close();
     await s3?.stop();

@@ -2,23 +2,21 @@
  * Zones: get_zones answers the spec's Zone shape (cloud_secret_access_key masked) and `brief` limits it to id
  * and name; the operator CLI sets every field of a zone.
  */
-import { closeContext } from '../../apps/cli/src/context';
-import { runCli as cli } from './cli-runner';
+import { runCli as cli, useApiForCli } from './cli-runner';
 import { HEX32, TestApi, TestKey } from './harness';
 
 describe('zones', () => {
   let api: TestApi;
   let viewer: TestKey;
-  const saved = { ...process.env };
+  let restoreEnv: () => Promise<void> = async () => undefined;
 
   beforeAll(async () => {
     api = await TestApi.start();
     viewer = await api.key(['Zones View']);
-    Object.assign(process.env, { DATABASE_NAME: api.config.DATABASE_NAME, REDIS_PREFIX: api.config.REDIS_PREFIX, LOG_LEVEL: 'error' });
+    restoreEnv = useApiForCli(api);
   });
   afterAll(async () => {
-    await closeContext();
-    process.env = saved;
+    await restoreEnv();
     await api?.close();
   });
 
