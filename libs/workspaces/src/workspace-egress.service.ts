@@ -10,7 +10,8 @@ class TrialReservation extends Error {}
 /**
  * A workspace's egress connection over its life (libs/workspaces/README.md, "Egress"): checked before the
  * launch records anything, reserved in the "place and record" transaction, handed to the container as
- * EGRESS_* environment variables at provision, released in the transaction that marks the workspace deleted.
+ * EGRESS_* environment variables at provision, released in the transaction that marks the workspace deleted
+ * (WorkspaceLifecycle.destroyed).
  * The rules (which credential, the connection limit) are EgressConnections'.
  */
 @Injectable()
@@ -39,11 +40,6 @@ export class WorkspaceEgress {
   /** Inside the launch's transaction, before the workspace row is recorded. */
   reserve(tx: EntityManager, request: EgressReservationRequest): Promise<EgressReservation> {
     return this.connections.reserve(tx, request);
-  }
-
-  /** Idempotent; in the transaction that marks the workspace deleted, so a removed workspace never holds a connection. */
-  release(tx: EntityManager, workspaceId: string): Promise<boolean> {
-    return this.connections.release(tx, workspaceId);
   }
 
   /**
