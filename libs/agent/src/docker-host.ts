@@ -394,7 +394,7 @@ export class DockerHost {
     return this.call(`inspect image ${ref}`, {}, async (abortSignal) => {
       try {
         // Aborted at the call's bound like every other call, so no request outlives its timeout.
-        await (this.docker.getImage(ref) as unknown as { inspect(options: { abortSignal: AbortSignal }): Promise<unknown> }).inspect({ abortSignal });
+        await this.inspectImage(ref, abortSignal);
         return true;
       } catch (err) {
         if (httpStatusOf(err) === 404) return false;
@@ -555,14 +555,18 @@ export class DockerHost {
 
   /** The image's own USER and environment (Config.User, Config.Env), for defaults such as the home directory. */
   async imageConfig(ref: string): Promise<{ user: string | null; env: Record<string, string> }> {
-    const info = (await this.call(`inspect image ${ref}`, { image: ref }, (abortSignal) =>
-      (this.docker.getImage(ref) as unknown as { inspect(options: { abortSignal: AbortSignal }): Promise<Docker.ImageInspectInfo> }).inspect({ abortSignal }))) as Docker.ImageInspectInfo;
+    const info = await this.call(`inspect image ${ref}`, { image: ref }, (abortSignal) => this.inspectImage(ref, abortSignal));
     const env: Record<string, string> = {};
     for (const entry of info.Config?.Env ?? []) {
       const at = entry.indexOf('=');
       if (at > 0) env[entry.slice(0, at)] = entry.slice(at + 1);
     }
     return { user: info.Config?.User || null, env };
+  }
+
+  /** Image.inspect with an abort signal (dockerode's typings omit the options). */
+  private inspectImage(ref: string, abortSignal: AbortSignal): Promise<Docker.ImageInspectInfo> {
+    return (this.docker.getImage(ref) as unknown as { inspect(options: { abortSignal: AbortSignal }): Promise<Docker.ImageInspectInfo> }).inspect({ abortSignal });
   }
 
   /**
