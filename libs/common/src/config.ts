@@ -4,6 +4,11 @@ import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, valida
 
 const toInt = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
 const toBool = ({ value }: { value: unknown }) => (value === 'true' || value === '1' ? true : value === 'false' || value === '0' || value === '' ? false : value);
+/** A key variable: empty (the feature's default) or at least 32 characters. */
+const IsEmptyOrSecret = () =>
+  ValidateBy({ name: 'isEmptyOrLong', validator: { validate: (v: unknown) => v === '' || (typeof v === 'string' && v.length >= 32), defaultMessage: () => 'must be empty or at least 32 characters' } });
+/** The license feature names (libs/licensing LICENSE_FEATURES, which this library cannot import). */
+const LICENSE_FEATURE = '(auto_scaling|branding|session_staging|session_casting|log_forwarding|developer_api|inject_ssh_keys|saml|ldap|session_sharing|login_banner|url_categorization|usage_limit)';
 
 /**
  * Process configuration, read once from the environment at boot. Every field names its variable;
@@ -79,13 +84,13 @@ export class AppConfig {
    * Key of the HMAC-signed download links of a file:// store (at least 32 characters). Empty (the default): a
    * random key the store keeps in its root as .signing-key, shared by the api and worker using that directory.
    */
-  @ValidateBy({ name: 'isEmptyOrLong', validator: { validate: (v: unknown) => v === '' || (typeof v === 'string' && v.length >= 32), defaultMessage: () => 'must be empty or at least 32 characters' } })
+  @IsEmptyOrSecret()
   STORAGE_SIGNING_SECRET = '';
   /**
    * Key (at least 32 characters) that encrypts server images' stored passwords (AES-256-GCM, issue 14). Empty (the
    * default): server images can be made, but not with a stored password; changing it makes stored passwords unreadable.
    */
-  @ValidateBy({ name: 'isEmptyOrLong', validator: { validate: (v: unknown) => v === '' || (typeof v === 'string' && v.length >= 32), defaultMessage: () => 'must be empty or at least 32 characters' } })
+  @IsEmptyOrSecret()
   SERVER_CREDENTIALS_KEY = '';
   /** S3-compatible endpoint for s3:// urls (http(s)://host[:port]); empty: AWS's own endpoint for S3_REGION. */
   @Matches(/^(https?:\/\/[^/\s]+\/?)?$/, { message: 'must be empty or an http(s) origin' }) S3_ENDPOINT = '';
@@ -153,7 +158,7 @@ export class AppConfig {
    * License features the free tier has (comma-separated names of the License `features`; empty: none). The API
    * itself (developer_api) is the product, so the default keeps it; staging, casting, SSO and the rest need a license.
    */
-  @Matches(/^((auto_scaling|branding|session_staging|session_casting|log_forwarding|developer_api|inject_ssh_keys|saml|ldap|session_sharing|login_banner|url_categorization|usage_limit)(,(auto_scaling|branding|session_staging|session_casting|log_forwarding|developer_api|inject_ssh_keys|saml|ldap|session_sharing|login_banner|url_categorization|usage_limit))*)?$/, { message: 'must be comma-separated license feature names (or empty)' })
+  @Matches(new RegExp(`^(${LICENSE_FEATURE}(,${LICENSE_FEATURE})*)?$`), { message: 'must be comma-separated license feature names (or empty)' })
   UNLICENSED_FEATURES = 'developer_api,inject_ssh_keys,session_sharing,login_banner';
 
   /**
