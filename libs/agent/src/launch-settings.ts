@@ -192,13 +192,7 @@ const FORBIDDEN_CONTAINER_ROOTS = ['/proc', '/sys', '/dev'];
  * %XX, so "a/b", "a_b" and ".." never land on the same or a parent directory.
  */
 export function usernameForPath(username: string): string {
-  const encoded = Array.from(Buffer.from(username, 'utf8'))
-    .map((byte, index) => {
-      const ch = String.fromCharCode(byte);
-      return /[A-Za-z0-9_-]/.test(ch) || (ch === '.' && index > 0) ? ch : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
-    })
-    .join('');
-  return encoded || '%00';
+  return escapeUsername(username, '%', (ch, index) => /[A-Za-z0-9_-]/.test(ch) || (ch === '.' && index > 0));
 }
 
 /**
@@ -207,13 +201,18 @@ export function usernameForPath(username: string): string {
  * included, so "_" always starts an escape and distinct names stay distinct.
  */
 export function usernameForKey(username: string): string {
+  return escapeUsername(username, '_', (ch, index) => /[A-Za-z0-9]/.test(ch) || (/[.-]/.test(ch) && index > 0));
+}
+
+/** Each UTF-8 byte of `username` that `keep` refuses becomes `escape` and two upper-case hex digits; "" becomes `escape`00. */
+function escapeUsername(username: string, escape: '%' | '_', keep: (ch: string, index: number) => boolean): string {
   const encoded = Array.from(Buffer.from(username, 'utf8'))
     .map((byte, index) => {
       const ch = String.fromCharCode(byte);
-      return /[A-Za-z0-9]/.test(ch) || (/[.-]/.test(ch) && index > 0) ? ch : `_${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+      return keep(ch, index) ? ch : `${escape}${byte.toString(16).toUpperCase().padStart(2, '0')}`;
     })
     .join('');
-  return encoded || '_00';
+  return encoded || `${escape}00`;
 }
 
 /**
