@@ -9,10 +9,9 @@ import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { GroupsService } from '@ws/groups';
 import { ImagesService } from '@ws/images';
-import { ServersService } from '@ws/servers';
-import { ZonesService } from '@ws/zones';
-import { desktopImage, TestApi, TestKey, waitFor } from './harness';
-import { ensureChromium, launchChromium } from './browser';
+import { TestApi, TestKey, waitFor } from './harness';
+import { launchChromium, startBrowserSuiteApi } from './browser';
+import { registerLocalServer, waitForRunningWorkspace } from './fixtures';
 
 const ROOT = join(__dirname, '..', '..');
 const RESULTS = join(ROOT, 'test-results');
@@ -43,20 +42,15 @@ describe('browser client (noVNC in chromium against a live api and workspace)', 
   const diagnostics = new Map<Page, string[]>();
 
   beforeAll(async () => {
-    ensureChromium();
     mkdirSync(RESULTS, { recursive: true });
-    // Before any worker runs: a build blocks this process (execFileSync) and would cost the workers their job locks.
-    const imageName = desktopImage();
     // One idle_disconnect minute is a second here (only the idle test sets idle_disconnect).
-    api = await TestApi.start({ WORKER_LOCK_MS: 3000, IDLE_DISCONNECT_MINUTE_MS: 1000 });
-    base = await api.listen();
+    const started = await startBrowserSuiteApi({ IDLE_DISCONNECT_MINUTE_MS: 1000 });
+    ({ api, base } = started);
     const page = await api.raw().get('/');
     if (page.status !== 200) throw new Error(`GET / answered ${page.status}: the browser client is not served (createApi must call registerWebClient from apps/api/src/web/web-client)`);
-    await api.startWorker();
 
-    const zone = await api.app.get(ZonesService).ensure('default');
-    await api.app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 4, memory: 8 * 1024 ** 3 });
-    const image = await api.app.get(ImagesService).upsert({ name: imageName, friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2, xRes: X_RES, yRes: Y_RES, portMap: { vnc: '5900/tcp' } });
+    await registerLocalServer(api);
+    const image = await api.app.get(ImagesService).upsert({ name: started.imageName, friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2, xRes: X_RES, yRes: Y_RES, portMap: { vnc: '5900/tcp' } });
     key = await api.key(['Users Auth Session', 'User']);
     admin = await api.key(['Global Admin']);
     ownerId = (await api.call('create_user', admin, { target_user: { username: 'browser-owner' } })).body.user.user_id;
@@ -67,12 +61,7 @@ describe('browser client (noVNC in chromium against a live api and workspace)', 
     shareId = requested.body.share_id;
     // The last status call renews the owner's token: its workspace_url is the one link that works now.
     // It is read once and reused by every test (another status call would supersede it).
-    const running = await waitFor(`workspace ${workspaceId} running`, async () => {
-      const res = await api.call('get_workspace_status', key, { workspace_id: workspaceId, user_id: ownerId });
-      if (res.body.workspace?.operational_status === 'running') return res.body;
-      if (res.body.operational_status === 'stopped') throw new Error(`workspace failed: ${JSON.stringify(res.body)}`);
-      return undefined;
-    }, 120_000, 200);
+    const running = await waitForRunningWorkspace(api, key, workspaceId, ownerId, 200);
     ownerUrl = running.workspace_url;
     expect(ownerUrl).toMatch(new RegExp(`^/#/connect/workspace/${workspaceId}/${ownerId}/[^/?]+$`));
 
