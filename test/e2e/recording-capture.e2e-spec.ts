@@ -14,6 +14,7 @@ import { runCli as cli, useApiForCli } from './cli-runner';
 import { desktopImage, TestApi, TestKey, waitFor } from './harness';
 import { closeStream, openStream, registerLocalServer, waitForRunningWorkspace } from './fixtures';
 import { S3Server, startS3Server } from './s3-server';
+import { WORKER_JS } from './worker-processes';
 
 const dashed = (hex: string) => hex.replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5');
 
@@ -257,7 +258,7 @@ describe.each(['file', 's3'] as const)('session recording capture through the ga
 
   it('the upload thread of a build stores segments as the in-process upload does', async () => {
     // The api uploads in a thread when it runs built; these tests run the sources, so the thread comes from a build.
-    const built = join(dirname(process.env.WS_TEST_WORKER_JS ?? join(__dirname, '../../dist/apps/worker/src/main.js')), '../../../libs/recordings/src/capture/upload-thread.js');
+    const built = join(dirname(WORKER_JS), '../../../libs/recordings/src/capture/upload-thread.js');
     const uploader = ThreadedUploader.available(api.config.STORAGE_URL, api.config, built);
     if (!uploader) {
       console.warn(`no built upload thread at ${built}: the threaded upload is not tested in this run`);
