@@ -88,8 +88,8 @@ export class Entitlements implements OnModuleInit {
   }
 
   /** Concurrent workspaces allowed, staged ones included. */
-  async sessionLimit(now = new Date(), runner: Runner = null): Promise<number> {
-    return (await this.current(now, runner))?.seats ?? this.config.UNLICENSED_SESSION_LIMIT;
+  async sessionLimit(now = new Date()): Promise<number> {
+    return (await this.current(now))?.seats ?? this.config.UNLICENSED_SESSION_LIMIT;
   }
 
   /**
@@ -113,10 +113,10 @@ export class Entitlements implements OnModuleInit {
   async reserveSessionCapacity(tx: EntityManager, count = 1): Promise<void> {
     if (!Number.isInteger(count) || count < 1) throw new Error(`reserveSessionCapacity: count must be a positive integer (${count})`);
     await tx.query('SELECT pg_advisory_xact_lock($1)', [SESSION_CAPACITY_LOCK_KEY]);
-    const limit = await this.sessionLimit(new Date(), tx);
+    const license = await this.current(new Date(), tx);
+    const limit = license?.seats ?? this.config.UNLICENSED_SESSION_LIMIT;
     const [{ live }] = (await tx.query(`SELECT count(*)::int AS live FROM workspaces WHERE status <> 'deleted'`)) as Array<{ live: number }>;
     if (live + count <= limit) return;
-    const license = await this.current(new Date(), tx);
     const source = license ? `license ${license.entitlement.license_id}` : 'free tier (no license applied)';
     throw new ApiError(
       ErrorCode.Conflict,
