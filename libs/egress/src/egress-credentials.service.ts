@@ -4,6 +4,7 @@ import { DataSource, EntityManager, In } from 'typeorm';
 import { AccessService, Caller } from '@ws/auth';
 import { ApiError, ErrorCode, newId, parseId, toWireId } from '@ws/common';
 import { Group } from '@ws/groups/group.entity';
+import { GroupsService } from '@ws/groups/groups.service';
 import { Image } from '@ws/images/image.entity';
 import { User } from '@ws/users/user.entity';
 import type { EgressCredentialChanges, EgressCredentialRef } from './dto/egress.requests';
@@ -42,6 +43,7 @@ export class EgressCredentials {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly access: AccessService,
+    private readonly groups: GroupsService,
   ) {}
 
   list(): Promise<EgressCredentialView[]> {
@@ -112,7 +114,7 @@ export class EgressCredentials {
     switch (owner.kind) {
       case 'user':
         this.access.require(caller, ['Users Modify'], 'the egress credential is attached to a user');
-        if (await isGlobalAdmin(tx, owner.user.id)) this.access.require(caller, ['Users Modify Admin'], 'the egress credential is attached to a Global Admin user');
+        if (await this.groups.isGlobalAdmin(owner.user.id, tx)) this.access.require(caller, ['Users Modify Admin'], 'the egress credential is attached to a Global Admin user');
         return;
       case 'group':
         this.access.require(caller, ['Groups Modify'], 'the egress credential is attached to a group');
@@ -254,13 +256,4 @@ export class EgressCredentials {
     if (!allowAll && found.length === 0) throw invalid(`${FIELD}.selected_gateways (at least one gateway of ${provider.name}) is required when allow_all_gateways is false`);
     return found;
   }
-}
-
-/** Rule 6's test, as GroupsService.isGlobalAdmin asks it, on the transaction's connection. */
-async function isGlobalAdmin(tx: EntityManager, userId: string): Promise<boolean> {
-  const rows = (await tx.query(
-    `SELECT 1 FROM user_groups m JOIN groups g ON g.id = m.group_id WHERE m.user_id = $1 AND 'Global Admin' = ANY(g.permissions) LIMIT 1`,
-    [userId],
-  )) as unknown[];
-  return rows.length > 0;
 }

@@ -102,8 +102,9 @@ export class GroupsService {
     return result;
   }
 
-  async isGlobalAdmin(userId: string): Promise<boolean> {
-    const count = await this.memberships
+  /** Whether the user is in a group with Global Admin; `manager`: the caller's transaction, if any. */
+  async isGlobalAdmin(userId: string, manager: EntityManager = this.memberships.manager): Promise<boolean> {
+    const count = await manager.getRepository(UserGroup)
       .createQueryBuilder('m')
       .innerJoin('m.group', 'g')
       .where('m.user_id = :userId', { userId })
