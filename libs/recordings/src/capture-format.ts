@@ -29,13 +29,22 @@ export interface CaptureRecord {
   payload: Buffer;
 }
 
-/** The 9-byte header of a record whose payload is `length` bytes. */
-export function recordHeader(kind: CaptureRecordKind, at: number, length: number): Buffer {
-  const header = Buffer.allocUnsafe(RECORD_HEADER_BYTES);
+/** Whether `kind` is one of the record kinds (a reader stops at any other). */
+export function isCaptureRecordKind(kind: number): kind is CaptureRecordKind {
+  return kind === CaptureRecordKind.Server || kind === CaptureRecordKind.PixelFormat || kind === CaptureRecordKind.End;
+}
+
+/** Writes the 9-byte header of a record whose payload is `length` bytes into `header` (reused on the hot path). */
+export function writeRecordHeader(header: Buffer, kind: CaptureRecordKind, at: number, length: number): Buffer {
   header.writeUInt8(kind, 0);
   header.writeUInt32BE(Math.max(0, Math.min(0xffffffff, Math.floor(at))), 1);
   header.writeUInt32BE(length, 5);
   return header;
+}
+
+/** The 9-byte header of a record whose payload is `length` bytes. */
+export function recordHeader(kind: CaptureRecordKind, at: number, length: number): Buffer {
+  return writeRecordHeader(Buffer.allocUnsafe(RECORD_HEADER_BYTES), kind, at, length);
 }
 
 /** Key of segment `index` (0-based) of a recording under `prefix`; zero-padded so listing order is segment order. */
@@ -138,10 +147,8 @@ export async function* readCaptureRecords(segments: AsyncIterable<Readable> | It
       }
       while (pending.length >= RECORD_HEADER_BYTES) {
         const header = pending.peek(RECORD_HEADER_BYTES);
-        const kind = header.readUInt8(0) as CaptureRecordKind;
-        if (kind !== CaptureRecordKind.Server && kind !== CaptureRecordKind.PixelFormat && kind !== CaptureRecordKind.End) {
-          throw new CaptureFormatError(`segment ${index}: unknown record kind ${kind}`);
-        }
+        const kind = header.readUInt8(0);
+        if (!isCaptureRecordKind(kind)) throw new CaptureFormatError(`segment ${index}: unknown record kind ${kind}`);
         const length = header.readUInt32BE(5);
         if (length > MAX_RECORD_PAYLOAD_BYTES) throw new CaptureFormatError(`segment ${index}: record of ${length} bytes (at most ${MAX_RECORD_PAYLOAD_BYTES})`);
         if (pending.length < RECORD_HEADER_BYTES + length) break;

@@ -3,7 +3,7 @@ import { open, rm, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import type { RfbSessionRecorder } from '@ws/stream/rfb-proxy';
-import { CAPTURE_MAGIC, CaptureRecordKind, RECORD_HEADER_BYTES, segmentKey } from '../capture-format';
+import { CAPTURE_MAGIC, CaptureRecordKind, RECORD_HEADER_BYTES, segmentKey, writeRecordHeader } from '../capture-format';
 import type { CaptureOutcome } from './capture-rows';
 import type { UploadSegment } from './segment-uploader';
 
@@ -202,10 +202,7 @@ export class SessionRecorder implements RfbSessionRecorder {
 
   private write(kind: CaptureRecordKind, payload: Buffer, force = false): void {
     const segment = this.segment ?? this.openSegment();
-    const header = this.header;
-    header.writeUInt8(kind, 0);
-    header.writeUInt32BE(Math.min(0xffffffff, Math.floor(performance.now() - this.t0)), 1);
-    header.writeUInt32BE(payload.length, 5);
+    const header = writeRecordHeader(this.header, kind, performance.now() - this.t0, payload.length);
     // Records gather in the staging buffer (the copy the caller's reused buffer needs anyway), across buffers:
     // every spool write is one whole, aligned buffer, as O_DIRECT needs; the segment's tail is written at its close.
     this.append(segment, header);

@@ -4,7 +4,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { ObjectStore } from '@ws/storage';
-import { CAPTURE_MAGIC, CaptureRecordKind, RECORD_HEADER_BYTES, recordHeader, segmentKey } from '../capture-format';
+import { CAPTURE_MAGIC, CaptureRecordKind, isCaptureRecordKind, RECORD_HEADER_BYTES, recordHeader, segmentKey } from '../capture-format';
 import type { SessionRecording } from '../session-recording.entity';
 import type { CaptureOutcome } from './capture-rows';
 import { putSpoolFile } from './segment-uploader';
@@ -81,7 +81,7 @@ export async function scanSegment(path: string): Promise<SegmentScan> {
       await file.read(header, 0, RECORD_HEADER_BYTES, position);
       const kind = header.readUInt8(0);
       const end = position + RECORD_HEADER_BYTES + header.readUInt32BE(5);
-      if (end > size || (kind !== CaptureRecordKind.Server && kind !== CaptureRecordKind.PixelFormat && kind !== CaptureRecordKind.End)) break;
+      if (end > size || !isCaptureRecordKind(kind)) break;
       scan.records++;
       scan.lastAt = header.readUInt32BE(1);
       scan.lastKind = kind;
