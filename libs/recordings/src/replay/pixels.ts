@@ -3,7 +3,7 @@
  * either byte order, arbitrary shifts and maxes, or colour-mapped (SetColourMapEntries). Pixels are handled as
  * packed RGBA words in the machine's byte order so a Uint32Array view of the framebuffer stores them directly.
  */
-import type { PixelFormat } from '@ws/stream';
+import { PixelFormat, compactPixelSize, isValidBpp } from '@ws/stream';
 import { ReplayDecodeError } from './errors';
 
 const LITTLE_ENDIAN_HOST = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
@@ -40,7 +40,7 @@ export class ColourMap {
 export type PixelForm = 'pixel' | 'tight' | 'zrle';
 
 export function checkPixelFormat(pf: PixelFormat): void {
-  if (pf.bitsPerPixel !== 8 && pf.bitsPerPixel !== 16 && pf.bitsPerPixel !== 32) {
+  if (!isValidBpp(pf.bitsPerPixel)) {
     throw new ReplayDecodeError(`pixel format with ${pf.bitsPerPixel} bits per pixel (RFB allows 8, 16, 32)`);
   }
   if (pf.trueColour) {
@@ -81,8 +81,7 @@ export class PixelDecoder {
     this.red = channelTable(pf.redMax);
     this.green = channelTable(pf.greenMax);
     this.blue = channelTable(pf.blueMax);
-    const is888 = pf.trueColour && pf.bitsPerPixel === 32 && pf.depth === 24 && pf.redMax === 255 && pf.greenMax === 255 && pf.blueMax === 255;
-    this.tightPixelBytes = is888 ? 3 : this.bytesPerPixel;
+    this.tightPixelBytes = compactPixelSize(pf);
     const maxPixel = pf.trueColour ? ((pf.redMax << pf.redShift) | (pf.greenMax << pf.greenShift) | (pf.blueMax << pf.blueShift)) >>> 0 : 0;
     const fitsLow3 = maxPixel < 0x1000000;
     const fitsHigh3 = (maxPixel & 0xff) === 0;
