@@ -354,8 +354,9 @@ export class DockerHost {
     return new DockerHost(new Docker(options), config.name || display, config.requestTimeoutMs ?? 30_000);
   }
 
-  /** Runs one Docker call bounded by timeoutMs; errors come out classified. */
-  private async call<T>(operation: string, ctx: Partial<ClassifyContext>, fn: (signal: AbortSignal) => Promise<T>, timeoutMs = this.requestTimeoutMs): Promise<T> {
+  /** Runs one Docker call bounded by timeoutMs (at most setTimeout's largest delay); errors come out classified. */
+  private async call<T>(operation: string, ctx: Partial<ClassifyContext>, fn: (signal: AbortSignal) => Promise<T>, bound = this.requestTimeoutMs): Promise<T> {
+    const timeoutMs = Math.min(bound, MAX_TIMER_MS);
     const controller = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
@@ -579,7 +580,7 @@ export class DockerHost {
     tar.once('error', (err) => (sourceError = err));
     try {
       await this.call(`copy an archive into ${containerId}:${path}`, {}, (abortSignal) =>
-        this.docker.getContainer(containerId).putArchive(tar, { path, abortSignal }), Math.min(timeoutMs, MAX_TIMER_MS));
+        this.docker.getContainer(containerId).putArchive(tar, { path, abortSignal }), timeoutMs);
     } catch (err) {
       if (sourceError) throw sourceError;
       throw this.archiveError(err, containerId, path);
