@@ -34,7 +34,7 @@ describe.each(['file', 's3'] as const)('a recording plays in Chromium (%s backen
     if (backend === 's3') {
       s3 = await startS3Server(join(scratch, 's3'), 'ws-recording-browser');
       storage = {
-        STORAGE_URL: `s3://${s3.bucket}/rec`, S3_ENDPOINT: s3.endpoint, S3_FORCE_PATH_STYLE: true, S3_ACCESS_KEY_ID: s3.accessKeyId, S3_SECRET_ACCESS_KEY: s3.secretAccessKey, S3_PART_SIZE_MB: 5,
+        STORAGE_URL: `s3://${s3.bucket}/rec`, ...s3.settings, S3_PART_SIZE_MB: 5,
       };
     }
     api = await TestApi.start({ ...storage, PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, RECORDING_SPOOL_DIR: join(scratch, 'spool') }, { worker: true });

@@ -71,7 +71,7 @@ describe.each(['file', 's3'] as const)('session recording capture through the ga
     const overrides: Partial<AppConfig> = { RECORDING_SPOOL_DIR: join(scratch, 'spool') };
     if (kind === 's3') {
       s3 = await startS3Server(join(scratch, 's3'), 'ws-recordings');
-      Object.assign(overrides, { STORAGE_URL: `s3://${s3.bucket}/capture-e2e`, S3_ENDPOINT: s3.endpoint, S3_FORCE_PATH_STYLE: true, S3_ACCESS_KEY_ID: s3.accessKeyId, S3_SECRET_ACCESS_KEY: s3.secretAccessKey });
+      Object.assign(overrides, { STORAGE_URL: `s3://${s3.bucket}/capture-e2e`, ...s3.settings });
     } else {
       overrides.STORAGE_URL = `file://${join(scratch, 'store')}`;
     }

@@ -1,5 +1,6 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import type { AppConfig } from '@ws/common';
 
 export interface S3Server {
   /** http://127.0.0.1:<port> */
@@ -7,6 +8,8 @@ export interface S3Server {
   bucket: string;
   accessKeyId: string;
   secretAccessKey: string;
+  /** The settings that point an api's (or a store's) s3:// urls at this server: endpoint, path-style addressing, credentials. */
+  settings: Pick<AppConfig, 'S3_ENDPOINT' | 'S3_FORCE_PATH_STYLE' | 'S3_ACCESS_KEY_ID' | 'S3_SECRET_ACCESS_KEY'>;
   stop(): Promise<void>;
 }
 
@@ -35,7 +38,12 @@ export async function startS3Server(dir: string, bucket: string): Promise<S3Serv
       reject(new Error(`s3 server exited with ${code} before listening`));
     });
   });
-  return { endpoint, bucket, accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', stop: () => stopChild(child) };
+  const key = 'S3RVER'; // s3rver's own access key id and secret
+  return {
+    endpoint, bucket, accessKeyId: key, secretAccessKey: key,
+    settings: { S3_ENDPOINT: endpoint, S3_FORCE_PATH_STYLE: true, S3_ACCESS_KEY_ID: key, S3_SECRET_ACCESS_KEY: key },
+    stop: () => stopChild(child),
+  };
 }
 
 function stopChild(child: ChildProcess): Promise<void> {

@@ -57,7 +57,7 @@ describe('session recordings: listing, links and retention (seeded rows, both ba
     storageUrls.s3 = `s3://${s3.bucket}/deployment`;
     api = await TestApi.start({
       STORAGE_URL: storageUrls.file, PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, RECORDING_LINK_TTL_SECONDS: LINK_TTL_SECONDS, RECORDING_RETENTION_DAYS: 30,
-      S3_ENDPOINT: s3.endpoint, S3_FORCE_PATH_STYLE: true, S3_ACCESS_KEY_ID: s3.accessKeyId, S3_SECRET_ACCESS_KEY: s3.secretAccessKey, S3_PART_SIZE_MB: 5,
+      ...s3.settings, S3_PART_SIZE_MB: 5,
     });
     await api.app.listen(port, '127.0.0.1');
     base = `http://127.0.0.1:${port}`;
@@ -224,7 +224,7 @@ describe.each(['file', 's3'] as const)('a recorded session on a real desktop, co
     if (backend === 's3') {
       s3 = await startS3Server(join(scratch, 's3'), 'ws-recorded');
       storage = {
-        STORAGE_URL: `s3://${s3.bucket}/rec`, S3_ENDPOINT: s3.endpoint, S3_FORCE_PATH_STYLE: true, S3_ACCESS_KEY_ID: s3.accessKeyId, S3_SECRET_ACCESS_KEY: s3.secretAccessKey, S3_PART_SIZE_MB: 5,
+        STORAGE_URL: `s3://${s3.bucket}/rec`, ...s3.settings, S3_PART_SIZE_MB: 5,
       };
     }
     api = await TestApi.start(

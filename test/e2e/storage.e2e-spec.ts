@@ -78,7 +78,7 @@ describe('object storage: one contract, file:// and s3:// backends', () => {
     base = await api.listen();
     // The links must name the port the api listens on, known only now; the store reads the same root and
     // therefore the same .signing-key as the api's store, as a worker on the same host would.
-    const settings: AppConfig = { ...api.config, PUBLIC_BASE_URL: base, S3_ENDPOINT: s3.endpoint, S3_FORCE_PATH_STYLE: true, S3_ACCESS_KEY_ID: s3.accessKeyId, S3_SECRET_ACCESS_KEY: s3.secretAccessKey, S3_PART_SIZE_MB: 5 };
+    const settings: AppConfig = { ...api.config, PUBLIC_BASE_URL: base, ...s3.settings, S3_PART_SIZE_MB: 5 };
     stores.file = openStore(`file://${fileRoot}`, settings);
     stores.s3 = openStore(`s3://${s3.bucket}/deployment-a`, settings);
   });
