@@ -8,7 +8,7 @@ import 'reflect-metadata';
 import { execFileSync } from 'node:child_process';
 import { get } from 'node:http';
 import { WebSocket } from 'ws';
-import { desktopImage, post, registerLocalDesktop, startBenchApi, until } from './harness';
+import { desktopImage, post, registerLocalDesktop, startBenchApi, streamCookie, until, untilRunning } from './harness';
 
 const WINDOW_MS = 10_000;
 
@@ -56,14 +56,9 @@ async function main(): Promise<void> {
     const user = (await post(base, 'create_user', { ...auth, target_user: { username: 'audio-bench' } })).user as { user_id: string };
     const requested = await post(base, 'request_workspace', { ...auth, user_id: user.user_id, image_id: img.id });
     const workspaceId = requested.workspace_id as string;
-    const running = await until('the workspace running', async () => {
-      const status = await post(base, 'get_workspace_status', { ...auth, workspace_id: workspaceId, user_id: user.user_id });
-      return (status.workspace as { operational_status?: string } | undefined)?.operational_status === 'running' ? status : undefined;
-    }, 120_000);
+    const running = await untilRunning(base, { ...auth, workspace_id: workspaceId, user_id: user.user_id }, 120_000);
     const containerId = (running.workspace as { container_id: string }).container_id;
-    const jwt = (running.workspace_url as string).split('/').pop() as string;
-    const connect = await fetch(`${base}/api/client/connect`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ session_jwt: jwt, workspace_id: workspaceId }) });
-    const cookie = (connect.headers.get('set-cookie') ?? '').split(';')[0];
+    const cookie = await streamCookie(base, (running.workspace_url as string).split('/').pop() as string, workspaceId);
     await until('the sound server', async () => (execFileSync('docker', ['exec', containerId, 'pactl', 'info']).length ? true : undefined), 30_000);
     execFileSync('docker', ['exec', containerId, 'pactl', 'load-module', 'module-sine', 'frequency=440']);
 

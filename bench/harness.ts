@@ -28,6 +28,25 @@ export async function post(base: string, op: string, body: object): Promise<Reco
   return (await res.json()) as Record<string, unknown>;
 }
 
+/**
+ * Polls get_workspace_status with `query` (credentials, workspace_id, user_id) until the workspace runs; answers that
+ * reply, whose workspace_url carries the owner's current session JWT.
+ */
+export function untilRunning(base: string, query: object, timeoutMs = 60_000): Promise<Record<string, unknown>> {
+  return until('the workspace running', async () => {
+    const status = await post(base, 'get_workspace_status', query);
+    return (status.workspace as { operational_status?: string } | undefined)?.operational_status === 'running' ? status : undefined;
+  }, timeoutMs);
+}
+
+/** The browser client's connect call (POST /api/client/connect): answers the `ws_stream=<jwt>` cookie the stream gateway takes. */
+export async function streamCookie(base: string, jwt: string, workspaceId: string): Promise<string> {
+  const connected = await fetch(`${base}/api/client/connect`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ session_jwt: jwt, workspace_id: workspaceId }) });
+  const cookie = connected.headers.getSetCookie().find((c) => c.startsWith('ws_stream='))?.split(';')[0];
+  if (!connected.ok || !cookie) throw new Error(`POST /api/client/connect answered ${connected.status} without a stream cookie`);
+  return cookie;
+}
+
 /** Resolves once something listens on the loopback port. */
 export async function listening(port: number): Promise<void> {
   await until(`a listener on ${port}`, () => new Promise<true | undefined>((resolve) => {

@@ -23,7 +23,7 @@ import { parseId } from '@ws/common';
 import { dataSourceOptions } from '@ws/database';
 import { JOB_QUEUE } from '@ws/queue';
 import { DataSource } from 'typeorm';
-import { benchDeployment, desktopImage, freePort, listening, post, registerLocalDesktop, until, withSetupApi } from './harness';
+import { benchDeployment, desktopImage, freePort, listening, post, registerLocalDesktop, streamCookie, until, untilRunning, withSetupApi } from './harness';
 import { Transport } from './rfb-bench-client';
 import { ClientProcess, Throughput } from './rfb-client-process';
 import { median, percentile } from './stats';
@@ -130,20 +130,14 @@ async function main(): Promise<void> {
 
     const requested = await post(base, 'request_workspace', { ...auth, image_id: img.id });
     workspaceId = requested.workspace_id as string;
-    const running = await until('the workspace', async () => {
-      const status = await post(base, 'get_workspace_status', { ...auth, workspace_id: workspaceId });
-      return (status.workspace as { operational_status?: string } | undefined)?.operational_status === 'running' ? status : undefined;
-    });
+    const running = await untilRunning(base, { ...auth, workspace_id: workspaceId });
     const workspace = running.workspace as { port: number; token: string };
     const container = execFileSync('docker', ['ps', '-q', '--filter', `label=workspace-server.deployment-id=${settings.DEPLOYMENT_ID}`], { encoding: 'utf8' }).trim().split('\n')[0];
     const desktopPid = Number(execFileSync('docker', ['inspect', '-f', '{{.State.Pid}}', container], { encoding: 'utf8' }).trim());
     const jwt = (running.workspace_url as string).split('/').pop() as string;
     // The gateway takes the session only from its cookie, which the browser client's connect call sets.
-    const connected = await fetch(`${base}/api/client/connect`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ session_jwt: jwt, workspace_id: workspaceId }) });
-    const streamCookie = connected.headers.getSetCookie().find((c) => c.startsWith('ws_stream='))?.split(';')[0];
-    if (!connected.ok || !streamCookie) throw new Error(`POST /api/client/connect answered ${connected.status} without a stream cookie`);
     const gatewayUrl = `ws://127.0.0.1:${apiPort}/api/stream/${workspaceId}/vnc`;
-    const gatewayHeaders = { cookie: streamCookie };
+    const gatewayHeaders = { cookie: await streamCookie(base, jwt, workspaceId) };
     db = await new DataSource(dataSourceOptions(config, settings.DATABASE_NAME)).initialize();
     const database = db;
     // The gateway reads the owner's record_sessions at each connection: each path's runs set it first.
