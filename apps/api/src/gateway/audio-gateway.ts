@@ -20,6 +20,8 @@ const MAX_BROWSER_BACKLOG_BYTES = 32 * 1024;
 const MAX_WORKSPACE_BACKLOG_BYTES = 256 * 1024;
 /** What the first (text) message of an audio stream announces; every later message is one Opus packet. */
 const AUDIO_FORMAT = { codec: 'opus', sample_rate: 48_000, channels: 2 } as const;
+/** What each route reaches in the workspace, as the 502 refusal and the close reason name it. */
+const DESKTOP_PART: Record<AudioKind, string> = { audio: 'sound', audio_input: 'microphone input' };
 
 interface AudioConnection extends StreamStanding {
   workspaceId: string;
@@ -70,7 +72,7 @@ export class AudioGateway implements OnModuleDestroy {
     } catch (err) {
       tcp?.destroy();
       refuseUpgrade(socket, err, {
-        dependencyMayFail: !reachingDesktop, desktopPart: kind === 'audio' ? 'sound' : 'microphone input', logger: this.logger, logLabel: `${kind} ${workspaceId}`,
+        dependencyMayFail: !reachingDesktop, desktopPart: DESKTOP_PART[kind], logger: this.logger, logLabel: `${kind} ${workspaceId}`,
       });
     }
   }
@@ -92,7 +94,7 @@ export class AudioGateway implements OnModuleDestroy {
     const unwatch = this.admission.watch(standing, (reason) => connection.close(reason));
     ws.on('close', () => connection.close('the browser closed the stream'));
     ws.on('error', () => connection.close('the browser connection failed'));
-    tcp.on('close', () => connection.close(`the workspace's ${standing.kind === 'audio' ? 'sound' : 'microphone input'} ended`));
+    tcp.on('close', () => connection.close(`the workspace's ${DESKTOP_PART[standing.kind]} ended`));
     tcp.on('error', () => undefined);
 
     if (standing.kind === 'audio') {
