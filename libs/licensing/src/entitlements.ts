@@ -22,7 +22,8 @@ export const SESSION_CAPACITY_LOCK_KEY = 0x77735f6c; // "ws_l"
 /** Belt and braces: even with change notices, read the license again at least this often. */
 const CACHE_TTL_MS = 60_000;
 
-interface LicenseRow {
+/** A row of `licenses`, as read raw. */
+export interface LicenseRow {
   license_id: string;
   activation_key: string;
   seats: number;

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { ApiError, ErrorCode } from '@ws/common';
 import { ActivateRequest } from './dto/licensing.requests';
-import { AppliedLicense, Entitlements } from './entitlements';
+import { AppliedLicense, Entitlements, LicenseRow } from './entitlements';
 import { IssuerKeys } from './issuer-keys';
 import { LicenseKeyError, verifyLicenseKey } from './license-key';
 
@@ -58,9 +58,7 @@ export class LicensingService {
 
   /** Every activation, newest first, with whether it still verifies (the CLI). */
   async activations(): Promise<Array<{ licenseId: string; seats: number; issuedTo: string; activatedAt: Date; problem: string | null }>> {
-    const rows = (await this.db.query('SELECT license_id, activation_key, seats, issued_to, activated_at FROM licenses ORDER BY activated_at DESC, license_id')) as Array<{
-      license_id: string; activation_key: string; seats: number; issued_to: string; activated_at: Date;
-    }>;
+    const rows = (await this.db.query('SELECT license_id, activation_key, seats, issued_to, activated_at FROM licenses ORDER BY activated_at DESC, license_id')) as LicenseRow[];
     return rows.map((row) => {
       let problem: string | null = null;
       try {
