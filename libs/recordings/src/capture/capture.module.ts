@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { StorageModule } from '@ws/storage';
 import { WorkspacesModule } from '@ws/workspaces/workspaces.module';
+import { RecordingsModule } from '../recordings.module';
 import { CaptureRowsModule } from './capture-rows.module';
 import { RecordingCapture } from './recording-capture.service';
 
@@ -9,7 +10,7 @@ import { RecordingCapture } from './recording-capture.service';
  * start, which a worker must not do).
  */
 @Module({
-  imports: [CaptureRowsModule, StorageModule, WorkspacesModule],
+  imports: [CaptureRowsModule, StorageModule, WorkspacesModule, RecordingsModule],
   providers: [RecordingCapture],
   exports: [RecordingCapture],
 })

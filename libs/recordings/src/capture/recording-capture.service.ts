@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { AppConfig } from '@ws/common';
-import { InjectObjectStore, ObjectStore, openStore } from '@ws/storage';
+import { InjectObjectStore, ObjectStore } from '@ws/storage';
 import { WorkspaceSettings } from '@ws/workspaces/workspace-settings.service';
+import { RecordingStores } from '../recording-stores';
 import { ABANDONED_AFTER_SEGMENTS, CaptureRows, capturePrefixOf } from './capture-rows';
 import { ThreadedUploader, UploadSegment, uploadInProcess } from './segment-uploader';
 import { DEFAULT_RECORDER_LIMITS, RecorderLimits, SessionRecorder } from './session-recorder';
@@ -40,7 +41,8 @@ export class RecordingCapture implements OnApplicationBootstrap, OnModuleDestroy
     private readonly config: AppConfig,
     private readonly rows: CaptureRows,
     private readonly settings: WorkspaceSettings,
-    @InjectObjectStore() private readonly store: ObjectStore,
+    private readonly stores: RecordingStores,
+    @InjectObjectStore() store: ObjectStore,
   ) {
     this.owner = newSpoolOwner(config.DEPLOYMENT_ID);
     this.limits = { ...DEFAULT_RECORDER_LIMITS, segmentBytes: config.RECORDING_SEGMENT_MB * 1024 * 1024, segmentMs: config.RECORDING_SEGMENT_SECONDS * 1000 };
@@ -55,7 +57,7 @@ export class RecordingCapture implements OnApplicationBootstrap, OnModuleDestroy
       root: this.config.RECORDING_SPOOL_DIR,
       deployment: this.config.DEPLOYMENT_ID,
       rows: this.rows,
-      storeFor: (url) => (url === this.config.STORAGE_URL ? this.store : openStore(url, this.config)),
+      storeFor: (url) => this.stores.of(url),
       abandonedBefore: new Date(Date.now() - ABANDONED_AFTER_SEGMENTS * this.limits.segmentMs),
       log: this.logger,
     }).catch((err: Error) => {

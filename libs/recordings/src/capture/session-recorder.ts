@@ -141,7 +141,10 @@ export class SessionRecorder implements RfbSessionRecorder {
   private uploads: Promise<void> = Promise.resolve();
   private stored = 0;
   private storedBytes = 0;
+  /** Whether the row exists: null until its insert settled. */
   private rowExists: boolean | null = null;
+  /** Resolves once the insert settled: whether the row exists. */
+  private readonly rowCreated: Promise<boolean>;
   private error: string | null = null;
   /** False when the row was finalized by someone else: then this recorder must not touch it again. */
   private ownsRow = true;
@@ -150,11 +153,12 @@ export class SessionRecorder implements RfbSessionRecorder {
 
   constructor(private readonly options: SessionRecorderOptions) {
     this.id = options.id;
-    options.rowCreated.then(
+    this.rowCreated = options.rowCreated.then(
       () => (this.rowExists = true),
       (err: Error) => {
         this.rowExists = false;
         this.stop(`its row could not be created: ${err.message}`);
+        return false;
       },
     );
     this.timer = setInterval(() => this.tick(), options.limits.segmentMs);
@@ -281,7 +285,7 @@ export class SessionRecorder implements RfbSessionRecorder {
       // A stopped recording uploads nothing more: the row keeps what was stored before the stop.
       if (this.error !== null) return;
       await closed;
-      if (!(await this.options.rowCreated.then(() => true, () => false)) || this.error !== null) return;
+      if (!(await this.rowCreated) || this.error !== null) return;
       const put = await this.options.upload(segmentKey(this.options.capturePrefix, this.stored), path);
       this.stored++;
       this.storedBytes += put.size;
@@ -327,7 +331,7 @@ export class SessionRecorder implements RfbSessionRecorder {
     const endedAt = new Date(this.options.startedAt.getTime() + (performance.now() - this.t0));
     try {
       await this.uploads;
-      if (this.ownsRow && (await this.options.rowCreated.then(() => true, () => false))) {
+      if (this.ownsRow && (await this.rowCreated)) {
         await this.options.rows.finish(this.id, { endedAt, segmentCount: this.stored, captureBytes: this.storedBytes, error: this.error });
       }
     } catch (err) {
