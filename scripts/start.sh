@@ -20,6 +20,8 @@ if [ "$docker_ok" = 1 ]; then
   cli image add "$tag" --friendly-name "${DESKTOP_IMAGE_NAME:-Desktop}" --description "Reference desktop (Xvfb, openbox, xterm)" --cores 1 --memory 1G \
     --port vnc=5900/tcp --port audio=4901/tcp --port audio_input=4902/tcp >/dev/null
   log "image ${DESKTOP_IMAGE_NAME:-Desktop} -> $tag"
+  # RDP and SSH server images are reached through bridge containers of the same desktop image.
+  export SERVER_BRIDGE_IMAGE="${SERVER_BRIDGE_IMAGE:-$tag}"
   # The reference browser: a kiosk Chromium on WORKSPACE_URL; its go command points it at the URL a staged
   # browser workspace receives when it is assigned.
   browser_tag=$(bash scripts/build-browser-image.sh | tail -1)

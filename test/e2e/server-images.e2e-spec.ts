@@ -20,9 +20,9 @@ async function cliWithStdin(input: string, ...args: string[]): Promise<string> {
 }
 
 /**
- * Server images (issue 14, first step): `image add-server` stores the target with its password encrypted under
- * SERVER_CREDENTIALS_KEY, no listing shows the password, bad settings are refused, and request_workspace refuses a
- * server image with a 400 until server sessions are wired.
+ * Server images (issue 14): `image add-server` stores the target with its password encrypted under
+ * SERVER_CREDENTIALS_KEY, no listing shows the password, bad settings are refused, and request_workspace checks a
+ * request's connection settings against the image (server-sessions.e2e-spec.ts runs the sessions themselves).
  */
 describe('server images', () => {
   let api: TestApi;
@@ -95,10 +95,29 @@ describe('server images', () => {
     }
   });
 
-  it('request_workspace refuses a server image with a 400 until server sessions are wired', async () => {
+  it('request_workspace checks connection_info and rdp_client_type against the image before recording anything', async () => {
     const userId = (await api.call('create_user', admin, { target_user: { username: 'server-user' } })).body.user.user_id;
-    const image = await api.app.get(ImagesService).findByRef('Lab VNC');
-    const res = await api.call('request_workspace', admin, { user_id: userId, image_id: image.id.replace(/-/g, '') });
-    expect({ status: res.status, body: res.body }).toEqual({ status: 400, body: { error_message: expect.stringContaining('is a server image; server sessions cannot be requested yet') } });
+    await api.app.get(ServerImagesService).upsert({ friendlyName: 'Lab VNC', protocol: 'vnc', host: '127.0.0.1', allowOverride: ['host', 'port'] });
+    const vnc = (await api.app.get(ImagesService).findByRef('Lab VNC')).id.replace(/-/g, '');
+    const rdp = (await api.app.get(ImagesService).findByRef('Keyless')).id.replace(/-/g, '');
+    const container = (await api.app.get(ImagesService).findByRef('Container One')).id.replace(/-/g, '');
+    const refusals: Array<[object, string]> = [
+      [{ image_id: vnc, connection_info: { password: 'x' } }, 'this image does not allow connection_info.password to be overridden'],
+      [{ image_id: vnc, connection_info: { port: 0 } }, 'connection_info.port must be an integer from 1 to 65535'],
+      [{ image_id: vnc, connection_info: { host: 'bad host' } }, 'connection_info.host must be a host name or an IP address'],
+      [{ image_id: vnc, connection_info: { shell: '/bin/sh' } }, 'connection_info.shell is not a connection setting'],
+      [{ image_id: vnc, rdp_client_type: 'RDP_CLIENT' }, 'rdp_client_type RDP_CLIENT only applies to RDP servers'],
+      [{ image_id: rdp }, 'rdp_client_type is required for this image: GUAC (web native) or RDP_CLIENT (your own RDP client)'],
+      [{ image_id: container, connection_info: { host: 'h' } }, 'connection_info applies to RDP, VNC and SSH server images, not to container images'],
+      [{ image_id: container, rdp_client_type: 'GUAC' }, 'rdp_client_type applies to RDP server images, not to container images'],
+    ];
+    for (const [body, message] of refusals) {
+      const res = await api.call('request_workspace', admin, { user_id: userId, ...body });
+      expect({ body, status: res.status, error: res.body.error_message }).toEqual({ body, status: 400, error: expect.stringContaining(message) });
+    }
+    // The bridge image is this deployment's setting: without it, an RDP server cannot be reached (409, not a 500).
+    const unbridged = await api.call('request_workspace', admin, { user_id: userId, image_id: rdp, rdp_client_type: 'GUAC' });
+    expect({ status: unbridged.status, error: unbridged.body.error_message }).toEqual({ status: 409, error: expect.stringContaining('SERVER_BRIDGE_IMAGE is not set') });
+    expect((await db.query('SELECT count(*)::int AS n FROM workspaces'))[0].n).toBe(0);
   });
 });

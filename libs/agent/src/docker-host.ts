@@ -44,6 +44,8 @@ export interface WorkspaceContainerSpec {
   shmSizeBytes?: number | null;
   /** Container user; default: the image's USER. */
   user?: string | null;
+  /** The command instead of the image's CMD (a server session's RDP relay runs in the bridge image). */
+  cmd?: string[] | null;
   /** Default 2048 (counts threads, so browsers need headroom). */
   pidsLimit?: number;
   /** Capabilities kept after CapDrop ALL (bounding set); default DEFAULT_CAP_ADD. */
@@ -426,6 +428,7 @@ export class DockerHost {
       Labels: { ...spec.labels, [LABELS.ports]: JSON.stringify(portMap) },
       ExposedPorts: exposed,
       ...(spec.user ? { User: spec.user } : {}),
+      ...(spec.cmd?.length ? { Cmd: spec.cmd } : {}),
       ...(spec.hostname ? { Hostname: spec.hostname } : {}),
       HostConfig: {
         ...(spec.cpuAllocation === 'Shares' ? { CpuShares: Math.max(2, Math.round(spec.cores * 1024)) } : { NanoCpus: Math.round(spec.cores * 1e9) }),

@@ -45,6 +45,7 @@ export const OPERATIONS = {
   get_workspace_bottleneck_stats: { permissions: AS_USER, writes: false },
   get_workspace_screenshot: { permissions: AS_USER, writes: false },
   exec_command_workspace: { permissions: ['Sessions Modify'], writes: true },
+  get_rdp_client_connection_info: { permissions: AS_USER, writes: true },
   // Images, recordings, zones, licensing
   get_images: { permissions: ['Images View'], writes: false },
   get_session_recordings: { permissions: ['Session Recordings View'], writes: false },

@@ -92,6 +92,20 @@ export class AppConfig {
    */
   @IsEmptyOrSecret()
   SERVER_CREDENTIALS_KEY = '';
+  /**
+   * Docker image of the containers that reach RDP and SSH servers (the bridge: a streamed desktop running xfreerdp or
+   * ssh) and relay native RDP clients: the reference desktop image (npm start and npm test set its tag). Empty: RDP and
+   * SSH server images cannot be requested (VNC servers need no container).
+   */
+  @Matches(/^([a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_.-]{1,128})?(@sha256:[a-f0-9]{64})?)?$/, { message: 'must be empty or a Docker image reference' })
+  SERVER_BRIDGE_IMAGE = '';
+  /**
+   * Docker network of bridge and relay containers. Not the isolated workspace network: they exist to reach servers on
+   * private networks. Default `bridge` (Docker's default network); an image restricted to a network uses its own.
+   */
+  @Matches(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, { message: 'must be a Docker network name' }) SERVER_BRIDGE_NETWORK = 'bridge';
+  /** How long a credential from get_rdp_client_connection_info admits a new connection to the workspace's RDP relay. */
+  @Transform(toInt) @IsInt() @Min(30) @Max(86_400) RDP_CLIENT_CREDENTIAL_TTL_SECONDS = 300;
   /** S3-compatible endpoint for s3:// urls (http(s)://host[:port]); empty: AWS's own endpoint for S3_REGION. */
   @Matches(/^(https?:\/\/[^/\s]+\/?)?$/, { message: 'must be empty or an http(s) origin' }) S3_ENDPOINT = '';
   @Matches(/^[a-z0-9-]{1,32}$/, { message: 'must be a region name such as us-east-1' }) S3_REGION = 'us-east-1';

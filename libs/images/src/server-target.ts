@@ -135,3 +135,15 @@ export function resolveConnection(
     rdpClientType,
   };
 }
+
+/**
+ * How a server workspace reaches its server: `direct` (the stream gateway speaks RFB to a VNC server itself),
+ * `bridge` (a container of the bridge image runs an RDP or SSH client on a streamed desktop) or `relay` (a container
+ * relays a native RDP client's TCP connection, admitted by a short-lived credential).
+ */
+export type ServerSessionMode = 'direct' | 'bridge' | 'relay';
+
+export function sessionModeOf(connection: Pick<ResolvedConnection, 'protocol' | 'rdpClientType'>): ServerSessionMode {
+  if (connection.protocol === 'vnc') return 'direct';
+  return connection.protocol === 'rdp' && connection.rdpClientType === 'RDP_CLIENT' ? 'relay' : 'bridge';
+}

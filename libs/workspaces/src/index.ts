@@ -21,3 +21,4 @@ export * from './stream-stats.service';
 export * from './workspace-lookup';
 export * from './workspace-profiles.service';
 export * from './workspace-egress.service';
+export * from './workspace-server-sessions.service';

@@ -16,7 +16,8 @@ import { UsersService } from '@ws/users/users.service';
 import type { RequestWorkspaceRequest } from './dto/workspace.requests';
 import { reserveServer } from './placement';
 import { StagedClaimSlot } from './staged-claim';
-import { Workspace } from './workspace.entity';
+import { Workspace, WorkspaceServerConnection } from './workspace.entity';
+import { WorkspaceServerSessions } from './workspace-server-sessions.service';
 import { connectPath, operationalStatus } from './workspace.mappers';
 import { WorkspaceEgress } from './workspace-egress.service';
 import { WorkspaceLifecycle } from './workspace-lifecycle.service';
@@ -51,6 +52,8 @@ export interface LaunchContext {
   image?: Image;
   /** The persistent profile's location when the workspace loads and saves one (modes Enabled and Reset), else null. */
   profileLocation?: string | null;
+  /** A server image's connection (issue 14) and its plaintext password, until "place and record" seals it to the workspace. */
+  serverSession?: { connection: WorkspaceServerConnection; password: string } | null;
   /** The user's groups (ids), for an egress credential attached to one of them; set by the egress step when asked. */
   groupIds?: string[];
   issued?: IssuedToken;
@@ -73,7 +76,7 @@ function need<T>(value: T | undefined, what: string): T {
 
 /**
  * request_workspace as a short pipeline of named steps (libs/workspaces/README.md):
- * check request → resolve user → effective settings → image → limits → persistent profile → egress → claim
+ * resolve user → effective settings → image → limits → server connection → persistent profile → egress → claim
  * staged → token → place and record → enqueue provision. Slow work (the container) is the worker's; this decides and records.
  */
 @Injectable()
@@ -93,13 +96,14 @@ export class WorkspaceLaunch {
     private readonly entitlements: Entitlements,
     private readonly egress: WorkspaceEgress,
     private readonly groups: GroupsService,
+    private readonly serverSessions: WorkspaceServerSessions,
   ) {
     this.steps = [
-      { name: 'check request', run: async (l) => this.checkRequest(l) },
       { name: 'resolve user', run: (l) => this.resolveUser(l) },
       { name: 'effective settings', run: (l) => this.effectiveSettings(l) },
       { name: 'image', run: (l) => this.resolveImage(l) },
       { name: 'limits', run: (l) => this.checkLimits(l) },
+      { name: 'server connection', run: (l) => this.serverConnection(l) },
       { name: 'persistent profile', run: (l) => this.persistentProfile(l) },
       { name: 'egress', run: (l) => this.checkEgress(l) },
       { name: 'claim staged', run: (l) => this.claimStaged(l) },
@@ -134,10 +138,6 @@ export class WorkspaceLaunch {
     };
   }
 
-  /** What a container image cannot take at all. */
-  private checkRequest({ request }: LaunchContext): void {
-    if (request.connection_info) throw new ApiError(ErrorCode.InvalidRequest, 'connection_info applies to RDP, VNC and SSH server sessions, not to container images');
-  }
 
   /** The request's user, loaded once for the whole launch, or a new anonymous one. */
   private async resolveUser(launch: LaunchContext): Promise<void> {
@@ -169,8 +169,6 @@ export class WorkspaceLaunch {
   private async checkLimits(launch: LaunchContext): Promise<void> {
     const image = need(launch.image, 'image');
     if (!image.enabled) throw new ApiError(ErrorCode.InvalidRequest, `Image (${toWireId(image.id)}) is disabled`);
-    // Server images (issue 14) are stored and listed already; their launch (no container) is not wired yet.
-    if (image.kind === 'server') throw new ApiError(ErrorCode.InvalidRequest, `Image ${image.friendlyName} (${toWireId(image.id)}) is a server image; server sessions cannot be requested yet`);
     if (image.restrictToNetwork) {
       // The image's network wins over a cast visitor's choice; a different choice is refused, never ignored.
       if (!image.networkName) throw new ApiError(ErrorCode.InvalidRequest, `Image ${image.friendlyName} (${toWireId(image.id)}) is restricted to a network but names none (network_name)`);
@@ -200,6 +198,23 @@ export class WorkspaceLaunch {
     await this.egress.check({ workspaceId: newId(), userId: user.id, groupIds: launch.groupIds, imageId: need(launch.image, 'image').id, gatewayId });
   }
 
+  /**
+   * A server image's connection (WorkspaceServerSessions.resolve: connection_info and rdp_client_type, each a clear
+   * 400); a container image takes neither. A server workspace never comes from staging and joins no egress gateway.
+   */
+  private async serverConnection(launch: LaunchContext): Promise<void> {
+    const { request } = launch;
+    const image = need(launch.image, 'image');
+    if (image.kind !== 'server') {
+      if (request.connection_info) throw new ApiError(ErrorCode.InvalidRequest, 'connection_info applies to RDP, VNC and SSH server images, not to container images');
+      if (request.rdp_client_type) throw new ApiError(ErrorCode.InvalidRequest, 'rdp_client_type applies to RDP server images, not to container images');
+      launch.serverSession = null;
+      return;
+    }
+    if (request.egress_gateway_id) throw new ApiError(ErrorCode.InvalidRequest, `Image ${image.friendlyName} (${toWireId(image.id)}) is a server image; egress gateways apply to container images`);
+    launch.serverSession = await this.serverSessions.resolve(image, request, need(launch.user, 'user').username);
+  }
+
   /** Whether the workspace uses a persistent profile, and where (WorkspaceProfiles.decide: 403, 400, 409). */
   private async persistentProfile(launch: LaunchContext): Promise<void> {
     launch.profileLocation = await this.profiles.decide({
@@ -210,6 +225,7 @@ export class WorkspaceLaunch {
   /** The staging area's slot (StagedClaimSlot): a matching staged workspace is handed over already running. */
   private async claimStaged(launch: LaunchContext): Promise<void> {
     if (launch.inputs.containerNetwork) return; // a staged container already joined its network
+    if (launch.serverSession) return; // staging starts containers of container images only
     const user = need(launch.user, 'user');
     const staged = await this.stagedClaim.claim({ user, image: need(launch.image, 'image'), settings: need(launch.settings, 'settings'), request: launch.request });
     if (!staged) return;
@@ -246,12 +262,15 @@ export class WorkspaceLaunch {
     try {
       launch.workspace = await this.db.transaction(async (tx) => {
         await this.entitlements.reserveSessionCapacity(tx);
-        const server = await reserveServer(tx, image);
+        const serverSession = need(launch.serverSession, 'server connection');
+        // A VNC server is reached directly: no container, so no Docker host and none of its room.
+        const server = serverSession?.connection.mode === 'direct' ? null : await reserveServer(tx, image);
         const egress = body.egress_gateway_id
           ? await this.egress.reserve(tx, { workspaceId, userId: user.id, groupIds: launch.groupIds ?? [], imageId: image.id, gatewayId: body.egress_gateway_id })
           : null;
         return this.lifecycle.record(tx, {
-          id: workspaceId, userId: user.id, imageId: image.id, serverId: server.id, operationalMessage: 'Waiting for a worker', operationalProgress: 0,
+          id: workspaceId, userId: user.id, imageId: image.id, serverId: server?.id ?? null,
+          serverConnection: serverSession?.connection ?? null, serverPasswordEncrypted: serverSession ? this.serverSessions.seal(serverSession.password, workspaceId) : null, operationalMessage: 'Waiting for a worker', operationalProgress: 0,
           containerId: null, containerIp: null, hostPorts: {}, cores: image.cores, memory: image.memory, token: randomSecret(32), viewOnlyToken: randomSecret(32),
           shareId: randomSecret(16), sharingEnabled: body.enable_sharing ?? false, environment: body.environment ?? {}, sessionTokenId: issued.token.id,
           clientSettingsOverride: launch.inputs.clientSettingsOverride ?? {},

@@ -51,7 +51,7 @@ export class WorkspaceLifecycle {
   }
 
   /** starting → running, once its container answers. */
-  running(workspaceId: string, container: { containerId: string; containerIp: string | null; hostPorts: Record<string, number> }): Promise<boolean> {
+  running(workspaceId: string, container: { containerId: string | null; containerIp: string | null; hostPorts: Record<string, number> }): Promise<boolean> {
     return this.apply({
       workspaceId, from: ['starting'], to: 'running',
       set: { ...container, operationalProgress: 100, operationalMessage: 'Running' },

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DockerHosts, ExecResult } from '@ws/agent';
-import { ApiError, ErrorCode, formatTimestamp } from '@ws/common';
+import { ApiError, ErrorCode, formatTimestamp, toWireId } from '@ws/common';
 import { Server } from '@ws/servers/server.entity';
 import { toApiError as toStreamApiError } from '@ws/stream/errors';
 import { captureJpeg } from '@ws/stream/screenshot';
@@ -9,6 +9,7 @@ import type { ExecCommandRequest, ExecConfigFields } from './dto/workspace.reque
 import { Workspace } from './workspace.entity';
 import { toWorkspaceResponse } from './workspace.mappers';
 import { WorkspaceSettings } from './workspace-settings.service';
+import { WorkspaceServerSessions } from './workspace-server-sessions.service';
 
 const SCREENSHOT_SETTLE_MAX_MS = 900;
 
@@ -21,6 +22,7 @@ export class WorkspaceLive {
   constructor(
     private readonly hosts: DockerHosts,
     private readonly settings: WorkspaceSettings,
+    private readonly serverSessions: WorkspaceServerSessions,
   ) {}
 
   /** Checked before the workspace is looked up, as the request's own shape. */
@@ -54,16 +56,21 @@ export class WorkspaceLive {
 
   /** get_workspace_screenshot: the live framebuffer, read over RFB, as JPEG `width` wide (aspect kept). */
   async screenshot(workspace: Workspace, width = 300): Promise<Buffer> {
-    const server = workspace.server as Server;
+    const endpoint = this.serverSessions.vncEndpointOf(workspace);
+    if (!endpoint) throw new ApiError(ErrorCode.InvalidState, `Workspace (${toWireId(workspace.id)}) has no desktop stream`);
     try {
       // x11vnc sends what changed while nobody watched about half a second after a fresh connection: wait for
       // that, but no longer than SCREENSHOT_SETTLE_MAX_MS on a desktop that never stops changing.
-      const shot = await captureJpeg(server.publishHost, workspace.hostPorts.vnc, {
-        width, password: workspace.token, timeoutMs: 15_000, settleMs: 600, maxSettleMs: SCREENSHOT_SETTLE_MAX_MS,
+      const shot = await captureJpeg(endpoint.host, endpoint.port, {
+        width, password: endpoint.password, timeoutMs: 15_000, settleMs: 600, maxSettleMs: SCREENSHOT_SETTLE_MAX_MS,
       });
       return shot.jpeg;
     } catch (err) {
-      throw toStreamApiError(err) ?? agentFailure(err, server);
+      const refused = toStreamApiError(err);
+      if (refused) throw refused;
+      if (workspace.server) throw agentFailure(err, workspace.server);
+      // A VNC server image's own server: it is not one of our Docker hosts.
+      throw new ApiError(ErrorCode.Unavailable, `The VNC server ${endpoint.host}:${endpoint.port} did not answer: ${(err as Error).message}`);
     }
   }
 }

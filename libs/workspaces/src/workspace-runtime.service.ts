@@ -2,12 +2,14 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, LessThan, Repository } from 'typeorm';
 import {
-  buildContainerSpec, ContainerNotFoundError, ContainerState, containerNameFor, DockerHost, DockerHosts, ensureWorkspaceNetwork, isTransientDockerError, networkExists, LABELS, WORKSPACE_NETWORK,
+  buildContainerSpec, ContainerNotFoundError, WorkspaceContainerSpec, ContainerState, containerNameFor, DockerHost, DockerHosts, ensureWorkspaceNetwork, isTransientDockerError, networkExists, LABELS, WORKSPACE_NETWORK,
 } from '@ws/agent';
 import { AppConfig } from '@ws/common';
 import { jobId, JobProducer, PermanentFailure } from '@ws/queue';
 import { Server } from '@ws/servers/server.entity';
-import { LIVE_STATUSES, Workspace } from './workspace.entity';
+import { Image } from '@ws/images/image.entity';
+import { LIVE_STATUSES, Workspace, WorkspaceServerConnection } from './workspace.entity';
+import { ServerSessionRuntime } from './server-session-runtime';
 import { WorkspaceLifecycle } from './workspace-lifecycle.service';
 import { WorkspaceTeardown } from './workspace-teardown.service';
 import { runStartCommands } from './launch-commands';
@@ -42,6 +44,7 @@ export class WorkspaceRuntime {
     private readonly config: AppConfig,
     private readonly profiles: WorkspaceProfiles,
     private readonly egress: WorkspaceEgress,
+    private readonly serverSessions: ServerSessionRuntime,
   ) {}
 
   /**
@@ -52,17 +55,12 @@ export class WorkspaceRuntime {
   async provision(workspaceId: string, attempt: { final: boolean; signal?: AbortSignal }): Promise<void> {
     const workspace = await this.workspaces.findOne({ where: { id: workspaceId }, relations: { image: { attributes: true }, server: true, user: true } });
     if (!workspace || workspace.status !== 'starting') return; // destroyed meanwhile, or done by an earlier run
-    const { image, server } = workspace;
+    const { image, server, serverConnection: connection } = workspace;
+    if (connection?.mode === 'direct') return this.provisionDirect(workspace, connection, attempt);
     if (!image || !server) return this.fail(workspace, 'The workspace has no image or server');
     const host = this.hosts.get(server);
     try {
-      // The egress gateway and credential win over the request's variables of the same names (README, "Egress").
-      const environment = { ...workspace.environment, ...(await this.egress.environmentOf(workspace)) };
-      const spec = buildContainerSpec({
-        workspace, image, server, user: workspace.user, allowedSecurityOpts: this.config.WORKSPACE_SECURITY_OPTS_ALLOWED, deploymentId: this.config.DEPLOYMENT_ID, environment,
-        workspaceUrl: workspace.launchOptions.workspaceUrl, clientLanguage: workspace.launchOptions.clientLanguage, clientTimezone: workspace.launchOptions.clientTimezone,
-        network: workspace.launchOptions.containerNetwork,
-      });
+      const spec = connection ? this.serverSessions.containerSpec(workspace, image, server, connection) : await this.containerSpecOf(workspace, image, server);
       let state = await this.runningContainerOf(host, spec.name, spec.labels, spec.ports);
       if (!state) {
         await this.progress(workspace, 20, 'Creating the container');
@@ -71,7 +69,9 @@ export class WorkspaceRuntime {
           throw new PermanentFailure(`The Docker network ${spec.network} does not exist on the server ${server.hostname}; create it there (docker network create) or change the image's network_name`);
         }
         const { containerId } = await host.createWorkspaceContainer(spec);
-        await this.profiles.prepare(workspace, image, host, containerId); // before the desktop starts (Reset, or load the saved one)
+        // Before the desktop starts: a bridge's connection, or the persistent profile (Reset, or load the saved one).
+        if (connection) await this.serverSessions.writeConnection(host, containerId, workspace, connection);
+        else await this.profiles.prepare(workspace, image, host, containerId);
         attempt.signal?.throwIfAborted();
         await this.lifecycle.progress(workspace.id, 40, 'Starting the container', { containerId });
         attempt.signal?.throwIfAborted();
@@ -79,10 +79,16 @@ export class WorkspaceRuntime {
         state = await host.inspect(containerId, spec.ports);
       }
       const containerId = state.id;
-      const vncPort = state.hostPorts.vnc;
-      if (!vncPort) throw new PermanentFailure(`The image ${image.name} publishes no vnc port`);
-      await this.lifecycle.progress(workspace.id, 60, 'Waiting for the desktop', { containerId });
-      await host.waitForRfb(server.publishHost, vncPort, { timeoutMs: RFB_TIMEOUT_MS, signal: attempt.signal });
+      if (connection?.mode !== 'relay') {
+        const vncPort = state.hostPorts.vnc;
+        if (!vncPort) throw new PermanentFailure(`The image ${spec.image} publishes no vnc port`);
+        await this.lifecycle.progress(workspace.id, 60, 'Waiting for the desktop', { containerId });
+        await host.waitForRfb(server.publishHost, vncPort, { timeoutMs: RFB_TIMEOUT_MS, signal: attempt.signal });
+      }
+      if (connection) {
+        await this.lifecycle.progress(workspace.id, 80, `Connecting to the ${connection.protocol.toUpperCase()} server ${connection.host}:${connection.port}`, { containerId });
+        await this.serverSessions.waitUntilConnected(host, containerId, connection, attempt.signal);
+      }
       attempt.signal?.throwIfAborted();
       const done = await this.lifecycle.running(workspace.id, { containerId, containerIp: state.ip, hostPorts: state.hostPorts });
       if (!done) await host.remove(containerId); // destroyed while starting: leave nothing behind
@@ -94,6 +100,36 @@ export class WorkspaceRuntime {
       if (permanent || attempt.final) {
         await this.fail(workspace, message);
         await host.remove(containerNameFor(workspace.id)).catch(() => undefined);
+        throw new PermanentFailure(message);
+      }
+      await this.progress(workspace, workspace.operationalProgress, `Retrying after: ${message}`);
+      throw err;
+    }
+  }
+
+  /** The container of a container image's workspace (its request environment, egress, network and settings). */
+  private async containerSpecOf(workspace: Workspace, image: Image, server: Server): Promise<WorkspaceContainerSpec> {
+    // The egress gateway and credential win over the request's variables of the same names (README, "Egress").
+    const environment = { ...workspace.environment, ...(await this.egress.environmentOf(workspace)) };
+    return buildContainerSpec({
+      workspace, image, server, user: workspace.user, allowedSecurityOpts: this.config.WORKSPACE_SECURITY_OPTS_ALLOWED, deploymentId: this.config.DEPLOYMENT_ID, environment,
+      workspaceUrl: workspace.launchOptions.workspaceUrl, clientLanguage: workspace.launchOptions.clientLanguage, clientTimezone: workspace.launchOptions.clientTimezone,
+      network: workspace.launchOptions.containerNetwork,
+    });
+  }
+
+  /** A VNC server image's workspace has no container: it runs once the server answers and takes the password. */
+  private async provisionDirect(workspace: Workspace, connection: WorkspaceServerConnection, attempt: { final: boolean; signal?: AbortSignal }): Promise<void> {
+    try {
+      await this.progress(workspace, 50, `Connecting to the VNC server ${connection.host}:${connection.port}`);
+      await this.serverSessions.checkDirect(workspace, connection);
+      attempt.signal?.throwIfAborted();
+      await this.lifecycle.running(workspace.id, { containerId: null, containerIp: null, hostPorts: {} });
+    } catch (err) {
+      if (attempt.signal?.aborted) throw err;
+      const message = (err as Error).message;
+      if (err instanceof PermanentFailure || attempt.final) {
+        await this.fail(workspace, message);
         throw new PermanentFailure(message);
       }
       await this.progress(workspace, workspace.operationalProgress, `Retrying after: ${message}`);

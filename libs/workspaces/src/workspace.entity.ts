@@ -1,6 +1,7 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
 import { BigIntColumn, CreatedAt, NumericColumn, TimestampColumn, UpdatedAt } from '@ws/database/columns';
 import { Image } from '@ws/images/image.entity';
+import type { RdpClientType, ServerProtocol, ServerSessionMode } from '@ws/images/server-target';
 import { Server } from '@ws/servers/server.entity';
 import { User } from '@ws/users/user.entity';
 
@@ -18,6 +19,17 @@ export const PROFILE_LOCATION_INDEX = 'uq_workspaces_live_profile_location';
  * overwrite the saved profile); then `saved`, or `not_saved` (too large, or the container was gone).
  */
 export type ProfileState = 'ready' | 'saved' | 'not_saved';
+
+/** The server a server-image workspace reaches (issue 14), after the request's overrides; its password is kept apart, encrypted. */
+export interface WorkspaceServerConnection {
+  protocol: ServerProtocol;
+  host: string;
+  port: number;
+  username: string;
+  domain: string;
+  rdpClientType: RdpClientType | null;
+  mode: ServerSessionMode;
+}
 
 export const LIVE_STATUSES: WorkspaceStatus[] = ['starting', 'running', 'stopping', 'failed'];
 
@@ -56,6 +68,10 @@ export class Workspace {
     /** The egress gateway the container joins (its connection is the egress_connections row of this workspace). */
     egressGatewayId?: string;
   };
+  /** Set for a workspace of a server image (the server it reaches); null for a container image's. */
+  @Column('jsonb', { nullable: true }) serverConnection!: WorkspaceServerConnection | null;
+  /** The connection's password, AES-256-GCM under SERVER_CREDENTIALS_KEY bound to this workspace's id (ServerCredentialCipher); never returned. */
+  @Column('text', { nullable: true }) serverPasswordEncrypted!: string | null;
   @Index({ unique: true }) @Column('text') shareId!: string;
   @Column('boolean', { default: false }) sharingEnabled!: boolean;
   @Column('jsonb', { default: () => "'{}'" }) environment!: Record<string, string>;

@@ -44,9 +44,20 @@ export class WorkspacesService {
     return { usage_reached: false };
   }
 
-  /** A running workspace: with its server, container and published VNC port. */
-  async findRunning(workspaceId: string, userId?: string): Promise<Workspace> {
+  /**
+   * A running workspace with what the operation needs: a VNC stream (`stream`: screenshots, stream stats; a native
+   * RDP client's relay has none), or a container of its own (`container`: exec; a server session's bridge is ours,
+   * not the user's machine).
+   */
+  async findRunning(workspaceId: string, userId?: string, needs: 'stream' | 'container' = 'stream'): Promise<Workspace> {
     const workspace = await this.findLive(workspaceId, userId);
+    const connection = workspace.serverConnection;
+    if (workspace.status === 'running' && connection) {
+      const server = `the ${connection.protocol.toUpperCase()} server ${connection.host}:${connection.port}`;
+      if (needs === 'container') throw new ApiError(ErrorCode.InvalidState, `Workspace (${workspaceId}) reaches ${server}; commands run only in container workspaces`);
+      if (connection.mode === 'relay') throw new ApiError(ErrorCode.InvalidState, `Workspace (${workspaceId}) is reached with a native RDP client (get_rdp_client_connection_info); it has no web stream`);
+      if (connection.mode === 'direct') return workspace;
+    }
     if (workspace.status !== 'running' || !workspace.server || !workspace.containerId || !workspace.hostPorts.vnc) {
       throw new ApiError(ErrorCode.InvalidState, `Workspace (${workspaceId}) is not running (${operationalStatus(workspace.status)})`);
     }

@@ -1,3 +1,4 @@
+import { WorkspaceServerSessions } from '@ws/workspaces/workspace-server-sessions.service';
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, Server as HttpServer } from 'node:http';
 import type { Socket } from 'node:net';
@@ -57,6 +58,7 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly config: AppConfig,
     private readonly recordings: RecordingCapture,
     private readonly audio: AudioGateway,
+    private readonly serverSessions: WorkspaceServerSessions,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -88,14 +90,14 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
       const grant = await this.admission.admit(request, match[1]);
       admitted = true;
       const { workspace, settings } = grant;
-      const port = workspace.hostPorts.vnc;
-      if (workspace.status !== 'running' || !workspace.server || !port) {
-        throw new ApiError(ErrorCode.InvalidState, `Workspace (${match[1]}) is not running`);
+      const endpoint = workspace.status === 'running' ? this.serverSessions.vncEndpointOf(workspace) : null;
+      if (!endpoint) {
+        throw new ApiError(ErrorCode.InvalidState, workspace.status === 'running' ? `Workspace (${match[1]}) has no desktop stream (a native RDP client's)` : `Workspace (${match[1]}) is not running`);
       }
       // The owner's connections are recorded when their record_sessions is on (asked while the VNC handshake runs).
       const recorded = grant.viewOnly ? Promise.resolve(false) : this.recordings.shouldRecord(workspace.userId);
-      vnc = await openDesktopTcp(workspace.server.publishHost, port, HANDSHAKE_TIMEOUT_MS, this.readBuffers);
-      await authenticateToServer(vnc, workspace.token, HANDSHAKE_TIMEOUT_MS);
+      vnc = await openDesktopTcp(endpoint.host, endpoint.port, HANDSHAKE_TIMEOUT_MS, this.readBuffers);
+      await authenticateToServer(vnc, endpoint.password, HANDSHAKE_TIMEOUT_MS);
       const record = await recorded;
       const server = vnc;
       this.wss.handleUpgrade(request, socket, head, (ws) => {

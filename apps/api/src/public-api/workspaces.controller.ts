@@ -2,7 +2,7 @@ import { Body, Controller } from '@nestjs/common';
 import { Operation } from '@ws/auth';
 import {
   ExecCommandRequest, JoinWorkspaceRequest, OwnedWorkspaceRef, RequestWorkspaceRequest, WorkspaceLaunch, WorkspaceLive, WorkspaceReads, WorkspaceRef, WorkspacesService,
-  WorkspaceStatusRequest,
+  WorkspaceServerSessions, WorkspaceStatusRequest,
 } from '@ws/workspaces';
 
 /**
@@ -16,6 +16,7 @@ export class WorkspacesController {
     private readonly launch: WorkspaceLaunch,
     private readonly reads: WorkspaceReads,
     private readonly live: WorkspaceLive,
+    private readonly serverSessions: WorkspaceServerSessions,
   ) {}
 
   @Operation('request_workspace')
@@ -52,6 +53,11 @@ export class WorkspacesController {
   @Operation('exec_command_workspace')
   async exec(@Body() body: ExecCommandRequest) {
     WorkspaceLive.checkExecConfig(body.exec_config);
-    return this.live.exec(await this.workspaces.findRunning(body.workspace_id, body.user_id), body);
+    return this.live.exec(await this.workspaces.findRunning(body.workspace_id, body.user_id, 'container'), body);
+  }
+
+  @Operation('get_rdp_client_connection_info')
+  async rdpClientConnection(@Body() body: OwnedWorkspaceRef) {
+    return this.serverSessions.rdpClientConnection(await this.workspaces.findLive(body.workspace_id, body.user_id));
   }
 }

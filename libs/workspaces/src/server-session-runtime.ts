@@ -1,0 +1,95 @@
+import { Readable } from 'node:stream';
+import { Injectable } from '@nestjs/common';
+import * as tar from 'tar-stream';
+import { buildContainerSpec, DockerHost, WorkspaceContainerSpec } from '@ws/agent';
+import { AppConfig } from '@ws/common';
+import { Image } from '@ws/images/image.entity';
+import { PermanentFailure } from '@ws/queue';
+import { Server } from '@ws/servers/server.entity';
+import { checkVncServer } from '@ws/stream/vnc-server-check';
+import { Workspace, WorkspaceServerConnection } from './workspace.entity';
+import { WorkspaceServerSessions } from './workspace-server-sessions.service';
+
+/** Where the bridge image reads its connection (images/desktop: workspace-bridge, workspace-rdp-relay). */
+export const BRIDGE_CONNECTION_DIR = '/etc/workspace-bridge';
+/** One line the bridge rewrites: `connecting`, `connected` or `failed <message>`. */
+const BRIDGE_STATUS_FILE = '/tmp/workspace-bridge/status';
+/** The relay's port inside its container (published like a workspace's VNC port). */
+export const RELAY_CONTAINER_PORT = 3389;
+/** The bridge image's user: the connection file is readable by it alone. */
+const BRIDGE_UID = 1000;
+/** How long a VNC server, a bridge's client or a relay's first reach of its server may take to answer. */
+const CONNECT_TIMEOUT_MS = 20_000;
+/** How long a bridge may take from its desktop answering to its client connected (xfreerdp's own logon included). */
+const BRIDGE_CONNECTED_TIMEOUT_MS = 90_000;
+const STATUS_POLL_MS = 250;
+
+const b64 = (value: string) => Buffer.from(value, 'utf8').toString('base64');
+
+/**
+ * The worker's side of server sessions (issue 14): a VNC server is checked and used directly; RDP and SSH servers
+ * get a bridge container (the desktop image running xfreerdp or ssh), native RDP clients a relay container. Both
+ * containers are built like any workspace's (one name per workspace id, adopted on retry) and read their
+ * connection from a file written before they start, never from their environment.
+ */
+@Injectable()
+export class ServerSessionRuntime {
+  constructor(
+    private readonly config: AppConfig,
+    private readonly sessions: WorkspaceServerSessions,
+  ) {}
+
+  /** A VNC server image's workspace: the server must answer RFB and take the password; its failure is the workspace's message. */
+  async checkDirect(workspace: Workspace, connection: WorkspaceServerConnection): Promise<void> {
+    const check = await checkVncServer(connection.host, connection.port, this.sessions.passwordOf(workspace), CONNECT_TIMEOUT_MS);
+    if (!check.ok) throw new PermanentFailure(`Could not connect: the ${check.operationalMessage}`);
+  }
+
+  /** The bridge's or relay's container: the bridge image on SERVER_BRIDGE_NETWORK (or the image's own network). */
+  containerSpec(workspace: Workspace, image: Image, server: Server, connection: WorkspaceServerConnection): WorkspaceContainerSpec {
+    if (!this.config.SERVER_BRIDGE_IMAGE) throw new PermanentFailure('SERVER_BRIDGE_IMAGE is not set: RDP and SSH servers are reached through a bridge container');
+    const spec = buildContainerSpec({
+      workspace: { id: workspace.id, cores: workspace.cores, memory: workspace.memory, token: workspace.token, environment: {} },
+      image: { id: image.id, name: this.config.SERVER_BRIDGE_IMAGE, xRes: image.xRes, yRes: image.yRes, restrictToNetwork: image.restrictToNetwork, networkName: image.networkName },
+      server, deploymentId: this.config.DEPLOYMENT_ID, network: this.config.SERVER_BRIDGE_NETWORK,
+      clientLanguage: workspace.launchOptions.clientLanguage, clientTimezone: workspace.launchOptions.clientTimezone,
+    });
+    if (connection.mode !== 'relay') return spec;
+    return { ...spec, ports: { rdp: `${RELAY_CONTAINER_PORT}/tcp` }, cmd: ['/usr/local/bin/workspace-rdp-relay'] };
+  }
+
+  /** Writes the connection file into the created, not yet started container (Docker archive API). */
+  async writeConnection(host: DockerHost, containerId: string, workspace: Workspace, connection: WorkspaceServerConnection): Promise<void> {
+    const lines = [
+      `PROTOCOL=${connection.mode === 'relay' ? 'relay' : connection.protocol}`, `HOST=${connection.host}`, `PORT=${connection.port}`,
+      `USERNAME_B64=${b64(connection.username)}`, `PASSWORD_B64=${b64(connection.mode === 'relay' ? '' : this.sessions.passwordOf(workspace))}`,
+      `DOMAIN_B64=${b64(connection.domain)}`,
+      ...(connection.mode === 'relay' ? [`RELAY_SECRET_B64=${b64(workspace.token)}`, `RELAY_PORT=${RELAY_CONTAINER_PORT}`] : []),
+    ];
+    const pack = tar.pack();
+    const mtime = new Date();
+    pack.entry({ name: 'workspace-bridge', type: 'directory', mode: 0o755, uid: 0, gid: 0, mtime });
+    pack.entry({ name: 'workspace-bridge/connection', type: 'file', mode: 0o400, uid: BRIDGE_UID, gid: BRIDGE_UID, mtime }, `${lines.join('\n')}\n`);
+    pack.finalize();
+    await host.putArchive(containerId, BRIDGE_CONNECTION_DIR.slice(0, BRIDGE_CONNECTION_DIR.lastIndexOf('/')) || '/', Readable.from(pack), CONNECT_TIMEOUT_MS);
+  }
+
+  /**
+   * Waits (bounded) until the bridge's client or the relay reached the server: `connected` returns; `failed …`
+   * is the workspace's failure, in the bridge's words; no answer in time fails with what it last said.
+   */
+  async waitUntilConnected(host: DockerHost, containerId: string, connection: WorkspaceServerConnection, signal?: AbortSignal): Promise<void> {
+    const where = `${connection.protocol.toUpperCase()} server ${connection.host}:${connection.port}`;
+    const deadline = performance.now() + BRIDGE_CONNECTED_TIMEOUT_MS;
+    let last = '';
+    while (performance.now() < deadline) {
+      signal?.throwIfAborted();
+      const read = await host.exec(containerId, { cmd: `cat ${BRIDGE_STATUS_FILE} 2>/dev/null || true`, timeoutMs: 10_000 });
+      last = read.stdout.trim().split('\n')[0] ?? '';
+      if (last === 'connected') return;
+      if (last.startsWith('failed')) throw new PermanentFailure(last.slice('failed'.length).trim() || `Could not connect to the ${where}`);
+      await new Promise((resolve) => setTimeout(resolve, STATUS_POLL_MS));
+    }
+    throw new PermanentFailure(`The ${where} did not accept the connection within ${BRIDGE_CONNECTED_TIMEOUT_MS / 1000} s${last ? ` (last state: ${last})` : ''}`);
+  }
+}
