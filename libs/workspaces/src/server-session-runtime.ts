@@ -42,7 +42,7 @@ export class ServerSessionRuntime {
   /** A VNC server image's workspace: the server must answer RFB and take the password; its failure is the workspace's message. */
   async checkDirect(workspace: Workspace, connection: WorkspaceServerConnection): Promise<void> {
     const check = await checkVncServer(connection.host, connection.port, this.sessions.passwordOf(workspace), CONNECT_TIMEOUT_MS);
-    if (!check.ok) throw new PermanentFailure(`Could not connect: the ${check.operationalMessage}`);
+    if (!check.ok) throw new PermanentFailure(check.operationalMessage);
   }
 
   /** The bridge's or relay's container: the bridge image on SERVER_BRIDGE_NETWORK (or the image's own network). */
