@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Ensure the X tools the stream e2e test (test/e2e/stream-rfb.e2e-spec.ts) needs are installed:
-#   Xvfb (xvfb), x11vnc (x11vnc), xsetroot (x11-xserver-utils).
+# Ensure the X tools the e2e tests need are installed:
+#   Xvfb (xvfb), x11vnc (x11vnc), xsetroot (x11-xserver-utils): test/e2e/stream-rfb.e2e-spec.ts;
+#   xfreerdp (freerdp2-x11): a native RDP client for test/e2e/server-sessions.e2e-spec.ts.
 #  - fast path: all binaries present -> exit 0 without touching apt
 #  - otherwise apt-installs the missing Debian packages (needs root or passwordless sudo)
 set -euo pipefail
@@ -13,16 +14,17 @@ missing=()
 have Xvfb || missing+=(xvfb)
 have x11vnc || missing+=(x11vnc)
 have xsetroot || missing+=(x11-xserver-utils)
+have xfreerdp || missing+=(freerdp2-x11)
 
 if [ "${#missing[@]}" -eq 0 ]; then
-  log "Xvfb, x11vnc and xsetroot are installed"
+  log "Xvfb, x11vnc, xsetroot and xfreerdp are installed"
   exit 0
 fi
 
 with_lock apt 600
 apt_install "${missing[@]}"
 
-for bin in Xvfb x11vnc xsetroot; do
+for bin in Xvfb x11vnc xsetroot xfreerdp; do
   have "$bin" || die "$bin still missing after installing ${missing[*]}"
 done
 log "installed: ${missing[*]}"
