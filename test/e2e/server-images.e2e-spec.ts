@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import { DataSource } from 'typeorm';
 import { ImagesService, ServerImagesService } from '@ws/images';
+import { ZonesService } from '@ws/zones';
 import { closeContext } from '../../apps/cli/src/context';
 import { runCli as cli } from './cli-runner';
 import { TestApi, TestKey } from './harness';
@@ -119,5 +120,12 @@ describe('server images', () => {
     const unbridged = await api.call('request_workspace', admin, { user_id: userId, image_id: rdp, rdp_client_type: 'GUAC' });
     expect({ status: unbridged.status, error: unbridged.body.error_message }).toEqual({ status: 409, error: expect.stringContaining('SERVER_BRIDGE_IMAGE is not set') });
     expect((await db.query('SELECT count(*)::int AS n FROM workspaces'))[0].n).toBe(0);
+  });
+
+  it('is never staged: a staging config of a server image is refused', async () => {
+    const zone = await api.app.get(ZonesService).ensure('default');
+    const image = await api.app.get(ImagesService).findByRef('Lab VNC');
+    const res = await api.call('create_staging_config', admin, { target_staging_config: { zone_id: zone.id.replace(/-/g, ''), image_id: image.id.replace(/-/g, ''), num_sessions: 1, expiration: 1 } });
+    expect({ status: res.status, error: res.body.error_message }).toEqual({ status: 400, error: 'image_id: image Lab VNC reaches an existing server; only container images are staged' });
   });
 });

@@ -144,6 +144,9 @@ export class StagingService implements OnModuleInit {
     const imageId = parseId(imageRef);
     const image = imageId ? await this.db.getRepository(Image).findOneBy({ id: imageId }) : null;
     if (!image) throw ApiError.invalidId(fields.image, imageRef);
+    if (image.kind === 'server') {
+      throw new ApiError(ErrorCode.InvalidRequest, `${fields.image}: image ${image.friendlyName} reaches an existing server; only container images are staged`);
+    }
     if (image.restrictToZone && image.zoneId !== zone.id) {
       throw new ApiError(ErrorCode.InvalidRequest, `${fields.image}: image ${image.friendlyName} is restricted to another zone than ${zone.name}`);
     }
