@@ -17,6 +17,9 @@ log "desktop image $WS_TEST_DESKTOP_IMAGE"
 WS_TEST_BROWSER_IMAGE=$(bash scripts/build-browser-image.sh | tail -1)
 export WS_TEST_BROWSER_IMAGE
 log "browser image $WS_TEST_BROWSER_IMAGE"
+WS_TEST_SERVERS_IMAGE=$(bash scripts/build-test-server-images.sh | tail -1)
+export WS_TEST_SERVERS_IMAGE
+log "test servers image $WS_TEST_SERVERS_IMAGE"
 npm run --silent build
 # Unit tests in parallel; e2e one file at a time (each has its own database, Redis prefix and deployment id).
 npx jest "$@" --selectProjects unit --passWithNoTests

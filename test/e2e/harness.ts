@@ -147,18 +147,17 @@ export const TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6}$/;
 
 export const localDocker = () => DockerHost.fromEndpoint({ endpoint: 'unix:///var/run/docker.sock', name: 'local' });
 
-/** The reference desktop image (npm test builds it and passes the tag; a direct jest run builds or finds it). */
-export function desktopImage(): string {
-  if (process.env.WS_TEST_DESKTOP_IMAGE) return process.env.WS_TEST_DESKTOP_IMAGE;
-  const out = execFileSync('bash', ['scripts/build-desktop-image.sh'], { cwd: `${__dirname}/../..`, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-  process.env.WS_TEST_DESKTOP_IMAGE = out.trim().split('\n').pop() as string;
-  return process.env.WS_TEST_DESKTOP_IMAGE;
+/** An image the repo's scripts build: npm test builds it and passes the tag in `envName`; a direct jest run builds or finds it. */
+function builtImage(envName: string, script: string): string {
+  const passed = process.env[envName];
+  if (passed) return passed;
+  const out = execFileSync('bash', [script], { cwd: `${__dirname}/../..`, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  return (process.env[envName] = out.trim().split('\n').pop() as string);
 }
 
-/** The reference browser image (npm test builds it and passes the tag; a direct jest run builds or finds it). */
-export function browserImage(): string {
-  if (process.env.WS_TEST_BROWSER_IMAGE) return process.env.WS_TEST_BROWSER_IMAGE;
-  const out = execFileSync('bash', ['scripts/build-browser-image.sh'], { cwd: `${__dirname}/../..`, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-  process.env.WS_TEST_BROWSER_IMAGE = out.trim().split('\n').pop() as string;
-  return process.env.WS_TEST_BROWSER_IMAGE;
-}
+/** The reference desktop image. */
+export const desktopImage = () => builtImage('WS_TEST_DESKTOP_IMAGE', 'scripts/build-desktop-image.sh');
+/** The reference browser image. */
+export const browserImage = () => builtImage('WS_TEST_BROWSER_IMAGE', 'scripts/build-browser-image.sh');
+/** Real RDP (xrdp) and SSH (openssh-server) servers for the server-session tests: `docker run … <tag> rdp|ssh`. */
+export const testServersImage = () => builtImage('WS_TEST_SERVERS_IMAGE', 'scripts/build-test-server-images.sh');
