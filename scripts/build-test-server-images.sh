@@ -52,9 +52,11 @@ if ! final_exists; then
     --change 'ENTRYPOINT ["/usr/local/bin/test-server"]' \
     --change 'CMD ["rdp"]' \
     "$cid" "$final_tag" >&2 || die "docker commit failed"
+  docker rm -f "$cid" >/dev/null 2>&1 || true
 fi
-# The base's tag is only a step towards the final one; untagging it keeps `docker images` to what tests use.
-docker rmi "$base_tag" >/dev/null 2>&1 || true
+# The base's tag is only a step towards the final one; untagging it keeps `docker images` to what tests use
+# (the final image keeps the layer).
+docker rmi "$base_tag" >/dev/null 2>&1 || log "WARNING: could not untag $base_tag"
 final_exists || die "image $final_tag not found after commit"
 log "built $final_tag"
 printf '%s\n' "$final_tag"
