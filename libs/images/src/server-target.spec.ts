@@ -1,6 +1,6 @@
 import { ApiError } from '@ws/common';
 import { ServerCredentialCipher } from './server-credentials';
-import { checkServerTarget, chooseRdpClientType, isValidHost, resolveConnection } from './server-target';
+import { checkServerTarget, chooseRdpClientType, isValidHost, resolveConnection, sessionModeOf } from './server-target';
 
 const vnc = checkServerTarget({ protocol: 'vnc', host: '127.0.0.1', port: 5901, allowOverride: ['host', 'port'] });
 const rdp = (rdpClient: string) => checkServerTarget({ protocol: 'RDP', host: 'lab-1.example.org', usernameTemplate: 'corp\\{username}', domain: 'CORP', rdpClient, allowOverride: ['username', 'password', 'domain'] });
@@ -87,5 +87,12 @@ describe('server credential cipher', () => {
     const none = new ServerCredentialCipher('');
     expect(none.configured).toBe(false);
     expect(() => none.encrypt('pw', 'image-1')).toThrow(/SERVER_CREDENTIALS_KEY is not set/);
+  });
+
+  it('reaches VNC directly, RDP for native clients through the relay, and RDP in the browser and SSH through a bridge', () => {
+    expect(sessionModeOf({ protocol: 'vnc', rdpClientType: null })).toBe('direct');
+    expect(sessionModeOf({ protocol: 'rdp', rdpClientType: 'RDP_CLIENT' })).toBe('relay');
+    expect(sessionModeOf({ protocol: 'rdp', rdpClientType: 'GUAC' })).toBe('bridge');
+    expect(sessionModeOf({ protocol: 'ssh', rdpClientType: null })).toBe('bridge');
   });
 });
