@@ -175,7 +175,7 @@ describe('server sessions on real servers', () => {
     it('runs without a container: streams to Chromium, is shared view-only, measured, kept alive, screenshotted and destroyed', async () => {
       const workspaceId = await request({ image_id: imageId, enable_sharing: true });
       const running = await waitForRunningWorkspace(api, key, workspaceId, userId, 200);
-      expect(running.workspace).toMatchObject({ operational_status: 'running', container_id: null, server_id: null, host: null });
+      expect(running.workspace).toMatchObject({ operational_status: 'running', container_id: null, server_id: null, host: '127.0.0.1', hostname: '127.0.0.1', port });
       // Shared view-only, kept alive, and its stream measured, like a container's.
       const joined = await api.call('join_workspace', key, { share_id: running.workspace.share_id });
       const viewer = await openStream(base, workspaceId, { cookie: await streamCookie(api.app, joined.body.session_token, { share_id: running.workspace.share_id }) });

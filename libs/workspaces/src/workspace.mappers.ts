@@ -31,6 +31,7 @@ export const streamPath = (workspaceId: string, service: string) => `api/stream/
 export function toWorkspaceResponse(w: Workspace, clientSettings: ClientSettings) {
   const image = w.image;
   const server = w.server ?? null;
+  const direct = w.serverConnection?.mode === 'direct' ? w.serverConnection : null;
   const portMap = image ? portMapOf(image) : { vnc: '5900/tcp' };
   return {
     workspace_id: toWireId(w.id),
@@ -38,9 +39,10 @@ export function toWorkspaceResponse(w: Workspace, clientSettings: ClientSettings
     image_id: toWireId(w.imageId),
     image: image ? toImageRef(image) : null,
     server_id: toWireId(w.serverId),
-    host: server?.publishHost ?? null,
-    hostname: server?.hostname ?? null,
-    port: w.hostPorts.vnc ?? null,
+    // A VNC server image's workspace is hosted by that server itself (no Docker host, no container).
+    host: direct?.host ?? server?.publishHost ?? null,
+    hostname: direct?.host ?? server?.hostname ?? null,
+    port: direct?.port ?? w.hostPorts.vnc ?? null,
     container_id: w.containerId,
     container_ip: w.containerIp,
     start_date: formatTimestamp(w.startDate),
