@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the reference desktop image without any container registry (scripts/lib/debootstrap-image.sh):
-#   debootstrap (Debian bookworm, minbase + images/desktop/packages.txt)
-#   + images/desktop/rootfs overlay + user "workspace" (uid/gid 1000), no setuid/setgid bits
+#   debootstrap (Debian bookworm, minbase + images/desktop/packages.txt + images/bridge/packages.txt)
+#   + images/desktop/rootfs and images/bridge/rootfs (server-session bridges, the RDP relay) overlays
+#   + user "workspace" (uid/gid 1000), no setuid/setgid bits
 #   -> docker import as workspace-server/desktop:<12 hex of sha256(recipe + these scripts)>
 #
 # stdout: ONLY the image tag (last line). Progress goes to stderr:
@@ -20,7 +21,7 @@ REPO_DIR="$(cd -- "$SCRIPT_DIR/.." && pwd)"
 . "$SCRIPT_DIR/lib/debootstrap-image.sh"
 
 IMAGE_REPO=workspace-server/desktop
-RECIPE_RELS=(images/desktop)
+RECIPE_RELS=(images/desktop images/bridge)
 HASHED_RELS=(scripts/build-desktop-image.sh scripts/lib/debootstrap-image.sh)
 IMAGE_CMD='["/usr/local/bin/start-desktop"]'
 IMAGE_MESSAGE="workspace-server reference desktop (bookworm minbase)"
