@@ -22,7 +22,9 @@ const BRIDGE_UID = 1000;
 const CONNECT_TIMEOUT_MS = 20_000;
 /** How long a bridge may take from its desktop answering to its client connected (xfreerdp's own logon included). */
 const BRIDGE_CONNECTED_TIMEOUT_MS = 90_000;
-const STATUS_POLL_MS = 250;
+/** The status file is read with `docker exec` (three Docker calls): often at first, then at most once a second. */
+const STATUS_POLL_FIRST_MS = 150;
+const STATUS_POLL_MAX_MS = 1000;
 
 const b64 = (value: string) => Buffer.from(value, 'utf8').toString('base64');
 
@@ -82,13 +84,13 @@ export class ServerSessionRuntime {
     const where = `${connection.protocol.toUpperCase()} server ${connection.host}:${connection.port}`;
     const deadline = performance.now() + BRIDGE_CONNECTED_TIMEOUT_MS;
     let last = '';
-    while (performance.now() < deadline) {
+    for (let delay = STATUS_POLL_FIRST_MS; performance.now() < deadline; delay = Math.min(STATUS_POLL_MAX_MS, Math.round(delay * 1.5))) {
       signal?.throwIfAborted();
       const read = await host.exec(containerId, { cmd: `cat ${BRIDGE_STATUS_FILE} 2>/dev/null || true`, timeoutMs: 10_000 });
       last = read.stdout.trim().split('\n')[0] ?? '';
       if (last === 'connected') return;
       if (last.startsWith('failed')) throw new PermanentFailure(last.slice('failed'.length).trim() || `Could not connect to the ${where}`);
-      await new Promise((resolve) => setTimeout(resolve, STATUS_POLL_MS));
+      await new Promise((resolve) => setTimeout(resolve, delay));
     }
     throw new PermanentFailure(`The ${where} did not accept the connection within ${BRIDGE_CONNECTED_TIMEOUT_MS / 1000} s${last ? ` (last state: ${last})` : ''}`);
   }
