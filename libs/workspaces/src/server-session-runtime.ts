@@ -43,7 +43,13 @@ export class ServerSessionRuntime {
 
   /** A VNC server image's workspace: the server must answer RFB and take the password; its failure is the workspace's message. */
   async checkDirect(workspace: Workspace, connection: WorkspaceServerConnection): Promise<void> {
-    const check = await checkVncServer(connection.host, connection.port, this.sessions.passwordOf(workspace), CONNECT_TIMEOUT_MS);
+    let password: string;
+    try {
+      password = this.sessions.passwordOf(workspace);
+    } catch (err) {
+      throw new PermanentFailure((err as Error).message); // SERVER_CREDENTIALS_KEY changed since the request: no retry helps
+    }
+    const check = await checkVncServer(connection.host, connection.port, password, CONNECT_TIMEOUT_MS);
     if (!check.ok) throw new PermanentFailure(check.operationalMessage);
   }
 
