@@ -6,8 +6,9 @@ import type { Readable } from 'node:stream';
  *
  *   u8 kind | u32 BE milliseconds since the recording started | u32 BE payload length | payload
  *
- * Only what the workspace sends is kept (the browser's keystrokes are not): the server's bytes from ServerInit on,
- * as the browser received them, and the pixel format the browser asked for (it changes how the server encodes).
+ * What the workspace sends is kept, and where the owner's pointer is (never their keystrokes): the server's bytes
+ * from ServerInit on, as the browser received them, the pixel format the browser asked for (it changes how the server
+ * encodes), and the pointer positions the browser sent (the video draws the pointer there).
  */
 export const CAPTURE_MAGIC = Buffer.from('WSRC\x01', 'latin1');
 export const RECORD_HEADER_BYTES = 9;
@@ -19,6 +20,8 @@ export const CaptureRecordKind = {
   PixelFormat: 2,
   /** The session ended here (written once, last). */
   End: 3,
+  /** The browser moved the pointer: u16 BE x, u16 BE y (a PointerEvent's position; buttons are not kept). */
+  Pointer: 4,
 } as const;
 export type CaptureRecordKind = (typeof CaptureRecordKind)[keyof typeof CaptureRecordKind];
 
@@ -31,7 +34,7 @@ export interface CaptureRecord {
 
 /** Whether `kind` is one of the record kinds (a reader stops at any other). */
 export function isCaptureRecordKind(kind: number): kind is CaptureRecordKind {
-  return kind === CaptureRecordKind.Server || kind === CaptureRecordKind.PixelFormat || kind === CaptureRecordKind.End;
+  return kind === CaptureRecordKind.Server || kind === CaptureRecordKind.PixelFormat || kind === CaptureRecordKind.End || kind === CaptureRecordKind.Pointer;
 }
 
 /** Writes the 9-byte header of a record whose payload is `length` bytes into `header` (reused on the hot path). */

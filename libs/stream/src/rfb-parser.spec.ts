@@ -27,6 +27,7 @@ interface Harness {
   updates: UpdateInfo[];
   requests: UpdateRequestInfo[];
   inputs: { kind: string; forwarded: boolean }[];
+  pointers: [number, number][];
   resizes: [number, number][];
   serverMessages: string[];
   securityFailures: string[];
@@ -44,6 +45,7 @@ function harness(viewOnly = false, preAuthenticated = false): Harness {
     updates: [],
     requests: [],
     inputs: [],
+    pointers: [],
     resizes: [],
     serverMessages: [],
     securityFailures: [],
@@ -62,6 +64,7 @@ function harness(viewOnly = false, preAuthenticated = false): Harness {
       onUpdateEnd: (u) => h.updates.push(u),
       onUpdateRequest: (r) => h.requests.push(r),
       onInput: (kind, forwarded) => h.inputs.push({ kind, forwarded }),
+      onPointer: (x, y) => h.pointers.push([x, y]),
       onResize: (w, hh) => h.resizes.push([w, hh]),
       onServerMessage: (kind) => h.serverMessages.push(kind),
       onSecurityFailure: (reason) => h.securityFailures.push(reason),
@@ -244,6 +247,7 @@ describe('RfbProtocolTracker client → server', () => {
       { kind: 'resize', forwarded: true },
     ]);
     expect(h.requests.map((r) => r.incremental)).toEqual([false, true]);
+    expect(h.pointers).toEqual([[10, 20]]);
   });
 
   it('drops input in view-only mode (random fragmentation) and forwards the rest', () => {
@@ -256,6 +260,7 @@ describe('RfbProtocolTracker client → server', () => {
       expect(h.server()).toEqual(cat(msgs[0], cm.setEncodings(KEPT), msgs[2], msgs[8]));
       expect(h.inputs.every((i) => !i.forwarded)).toBe(true);
       expect(h.inputs.map((i) => i.kind)).toEqual(['key', 'pointer', 'clipboard', 'key', 'resize']);
+      expect(h.pointers).toEqual([]); // a view-only pointer is nobody's: never reported (nor recorded)
     }
   });
 

@@ -92,6 +92,8 @@ export interface RfbTrackerEvents {
   onRect?(rect: RectInfo): void;
   onUpdateEnd?(update: UpdateInfo): void;
   onInput?(kind: InputKind, forwarded: boolean): void;
+  /** A PointerEvent forwarded to the server: where the browser's pointer is. */
+  onPointer?(x: number, y: number): void;
   /** A server message other than FramebufferUpdate; `forwarded` is false when it was cut out of the stream. */
   onServerMessage?(kind: ServerMessageKind, bytes: number, forwarded: boolean): void;
 }
@@ -540,13 +542,15 @@ export class RfbProtocolTracker {
 
   // ---------------------------------------------------------------- client → server
 
-  private input(kind: InputKind, message: Buffer[]): void {
+  /** Forwards an input message unless the session is view-only; answers whether it was forwarded. */
+  private input(kind: InputKind, message: Buffer[]): boolean {
     if (this.options.viewOnly) {
       this.events.onInput?.(kind, false);
-      return;
+      return false;
     }
     this.options.toServer(Buffer.concat(message));
     this.events.onInput?.(kind, true);
+    return true;
   }
 
   private *clientStream(): ParserGenerator {
@@ -619,9 +623,12 @@ export class RfbProtocolTracker {
         case 4:
           this.input('key', [type, yield* read(7)]);
           break;
-        case 5:
-          this.input('pointer', [type, yield* read(5)]);
+        case 5: {
+          const body = yield* read(5);
+          const forwarded = this.input('pointer', [type, body]);
+          if (forwarded) this.events.onPointer?.(body.readUInt16BE(1), body.readUInt16BE(3));
           break;
+        }
         case 6: {
           const head = yield* read(7); // 3 padding, u32 length
           const { bytes, extended } = cutTextPayload(head.readUInt32BE(3));

@@ -38,6 +38,8 @@ export interface RfbSessionRecorder {
   serverChunk(chunk: Buffer): void;
   /** The raw 16-byte PIXEL_FORMAT of a SetPixelFormat the browser sent (applies from the next server message). */
   pixelFormat(raw: Buffer): void;
+  /** Where the browser's pointer is (a PointerEvent forwarded to the server). */
+  pointer(x: number, y: number): void;
 }
 
 export interface RfbSessionOptions {
@@ -263,6 +265,7 @@ export class RfbSession {
           if (kind === 'cuttext') this.clipboardDownCounts[forwarded ? 'forwarded' : 'dropped']++;
         },
         onSetPixelFormat: options.recorder ? (raw) => options.recorder?.pixelFormat(raw) : undefined,
+        onPointer: options.recorder ? (x, y) => options.recorder?.pointer(x, y) : undefined,
       },
     });
 

@@ -91,6 +91,16 @@ describe('SessionRecorder', () => {
     expect(existsSync(spoolDir)).toBe(false);
   });
 
+  it('records pointer positions, not a repeat of the same one', async () => {
+    const rows = new RowLedger();
+    const r = recorder(rows);
+    r.serverChunk(Buffer.from('ServerInit'));
+    for (const [x, y] of [[5, 6], [5, 6], [7, 6], [65535, 0]]) r.pointer(x, y);
+    await r.end();
+    const all = await records(store, 'recordings/w/rec/capture', rows.stored.length);
+    expect(all.filter((x) => x.kind === CaptureRecordKind.Pointer).map((x) => [x.payload.readUInt16BE(0), x.payload.readUInt16BE(2)])).toEqual([[5, 6], [7, 6], [65535, 0]]);
+  });
+
   it('closes a segment by age, and refreshes the row while there is nothing to close', async () => {
     const rows = new RowLedger();
     const r = recorder(rows, { segmentMs: 20 });

@@ -143,6 +143,9 @@ export class SessionRecorder implements RfbSessionRecorder {
   private storedBytes = 0;
   /** Whether the row exists: null until its insert settled. */
   private rowExists: boolean | null = null;
+  private lastPointer = { x: -1, y: -1 };
+  /** Reused: write copies the payload behind the record header. */
+  private readonly pointerPayload = Buffer.alloc(4);
   /** Resolves once the insert settled: whether the row exists. */
   private readonly rowCreated: Promise<boolean>;
   private error: string | null = null;
@@ -182,6 +185,15 @@ export class SessionRecorder implements RfbSessionRecorder {
   pixelFormat(raw: Buffer): void {
     if (this.state !== 'recording') return;
     this.write(CaptureRecordKind.PixelFormat, raw);
+  }
+
+  /** A pointer position; a repeat of the last one (a button press or release in place) is not written again. */
+  pointer(x: number, y: number): void {
+    if (this.state !== 'recording' || (x === this.lastPointer.x && y === this.lastPointer.y)) return;
+    this.lastPointer = { x, y };
+    this.pointerPayload.writeUInt16BE(x, 0);
+    this.pointerPayload.writeUInt16BE(y, 2);
+    this.write(CaptureRecordKind.Pointer, this.pointerPayload);
   }
 
   /** The session closed: End record, last segment uploaded, row `captured`, conversion enqueued. Idempotent. */

@@ -10,7 +10,7 @@ import { Readable } from 'node:stream';
 import { decode as decodeJpeg } from 'jpeg-js';
 import { Encoding } from '@ws/stream';
 import { CaptureFormatError } from '../capture-format';
-import { FORMATS, ServerDeflater, cat, picture, rectHeader, record, segment, serverInit, tight, update, zrleRect } from '../replay/replay-test-helpers';
+import { FORMATS, ServerDeflater, cat, encodePixel, picture, pixelValue, rectHeader, record, segment, serverInit, tight, u8, update, zrleRect } from '../replay/replay-test-helpers';
 import { convertCapture } from './convert-capture';
 import { VideoEncodingError, probeVideo } from './ffmpeg';
 
@@ -100,6 +100,23 @@ describe('convertCapture', () => {
     expect(thumb.width).toBe(66);
     const t = (25 * thumb.width + 33) * 4;
     expectNear([thumb.data[t], thumb.data[t + 1], thumb.data[t + 2]], GREEN, 'thumbnail');
+  });
+
+  it("draws the server's cursor shape where the browser put the pointer (Pointer records)", async () => {
+    // A 3x3 white cursor with its hot spot in its middle; the pointer at (10, 10), then at (40, 30) from 1.5 s.
+    const white = encodePixel(pf, pixelValue(pf, 255, 255, 255));
+    const cursor = cat(rectHeader(1, 1, 3, 3, Encoding.Cursor), ...Array.from({ length: 9 }, () => white), u8(0xe0, 0xe0, 0xe0));
+    const capture = segment(
+      record.server(0, serverInit(W, H, pf)), record.server(0, cat(fill(BLUE), update([cursor]))),
+      record.pointer(200, 10, 10), record.pointer(1500, 40, 30), record.end(3000),
+    );
+    const result = await convertCapture({ segments: streams(capture), durationMs: 3000, fps: 5, workDir });
+    const early = await frameAt(result.videoPath, 1, 66, 50);
+    expectNear(pixel(early, 66, 10, 10), [255, 255, 255], 'the pointer at 1 s');
+    expectNear(pixel(early, 66, 40, 30), BLUE, 'not yet where it goes next');
+    const late = await frameAt(result.videoPath, 2.4, 66, 50);
+    expectNear(pixel(late, 66, 40, 30), [255, 255, 255], 'the pointer at 2.4 s');
+    expectNear(pixel(late, 66, 10, 10), BLUE, 'nothing left where it was');
   });
 
   it('refuses a capture without ServerInit, and aborts on the signal', async () => {

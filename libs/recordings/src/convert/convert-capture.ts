@@ -88,7 +88,7 @@ class FrameRenderer {
     return out;
   }
 
-  /** The pointer as the browser showed it, when the server reported where it is (PointerPos). */
+  /** The pointer as the browser showed it: the server's cursor shape where the browser last put the pointer. */
   private drawCursor(decoder: RfbReplayDecoder, out: Buffer, left: number, top: number, scale: number): void {
     const cursor = decoder.cursor;
     const at = decoder.pointerPosition;
@@ -159,7 +159,9 @@ export async function convertCapture(input: ConvertCaptureInput): Promise<Conver
       while (next < frameCount && (next * 1000) / fps < record.at) await emit();
       if (record.kind === CaptureRecordKind.End) break;
       if (record.kind === CaptureRecordKind.PixelFormat) decoder.setPixelFormat(record.payload);
-      else {
+      else if (record.kind === CaptureRecordKind.Pointer) {
+        if (record.payload.length === 4) decoder.pointerMoved(record.payload.readUInt16BE(0), record.payload.readUInt16BE(2));
+      } else {
         decoder.push(record.payload);
         if (!encoder && decoder.initialized) await startEncoder();
       }

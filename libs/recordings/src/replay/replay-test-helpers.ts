@@ -6,7 +6,7 @@ import { Z_SYNC_FLUSH, createDeflate } from 'node:zlib';
 import { encode as encodeJpeg } from 'jpeg-js';
 import { Encoding, PixelFormat, encodePixelFormat } from '@ws/stream';
 // The byte builders are libs/stream's own test helpers: one copy of the RFB wire primitives.
-import { cat, compactLength, rectHeader, serverInit as rfbServerInit, u32, u8 } from '@ws/stream/rfb-test-helpers';
+import { cat, compactLength, rectHeader, serverInit as rfbServerInit, u16, u32, u8 } from '@ws/stream/rfb-test-helpers';
 import { CAPTURE_MAGIC, CaptureRecordKind, encodeCaptureRecord } from '../capture-format';
 
 export { cat, compactLength, rectHeader, u16, u32, u8, update } from '@ws/stream/rfb-test-helpers';
@@ -322,4 +322,5 @@ export const record = {
   server: (at: number, bytes: Buffer) => encodeCaptureRecord(CaptureRecordKind.Server, at, bytes),
   pixelFormat: (at: number, pf: PixelFormat) => encodeCaptureRecord(CaptureRecordKind.PixelFormat, at, encodePixelFormat(pf)),
   end: (at: number) => encodeCaptureRecord(CaptureRecordKind.End, at),
+  pointer: (at: number, x: number, y: number) => encodeCaptureRecord(CaptureRecordKind.Pointer, at, cat(u16(x), u16(y))),
 };

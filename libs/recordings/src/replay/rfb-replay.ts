@@ -121,7 +121,10 @@ export class RfbReplayDecoder {
     return this.decoder?.format;
   }
 
-  /** Grows whenever the framebuffer's pixels or size change (lets a caller skip re-rendering an unchanged frame). */
+  /**
+   * Grows whenever what a frame shows changes: the framebuffer's pixels or size, the cursor's shape or the pointer's
+   * position (lets a caller skip re-rendering an unchanged frame).
+   */
   get changes(): number {
     return this.changeCount;
   }
@@ -136,9 +139,15 @@ export class RfbReplayDecoder {
     return this.cursorShape;
   }
 
-  /** Pointer position from the PointerPos pseudo-encoding, when the server sends it. */
+  /** Pointer position: the browser's last PointerEvent (pointerMoved), or the PointerPos pseudo-encoding's. */
   get pointerPosition(): { x: number; y: number } | undefined {
     return this.pointer;
+  }
+
+  /** The browser moved the pointer (a capture's Pointer record). */
+  pointerMoved(x: number, y: number): void {
+    this.pointer = { x, y };
+    this.changeCount++;
   }
 
   // ------------------------------------------------------------------ framebuffer
@@ -296,6 +305,7 @@ export class RfbReplayDecoder {
       case Encoding.PointerPos:
         this.pointer = { x, y };
         this.changeCount++;
+        this.changeCount++;
         return;
       case Encoding.QemuExtendedKeyEvent:
         return;
@@ -342,6 +352,7 @@ export class RfbReplayDecoder {
     const data = yield* read(pixelBytes + maskStride * height);
     if (width === 0 || height === 0) {
       this.cursorShape = undefined;
+      this.changeCount++;
       return;
     }
     const buffer = new ArrayBuffer(width * height * 4);
@@ -355,11 +366,13 @@ export class RfbReplayDecoder {
       }
     }
     this.cursorShape = { width, height, hotX, hotY, data: image };
+    this.changeCount++;
   }
 
   private *xCursor(hotX: number, hotY: number, width: number, height: number): ParserGenerator {
     if (width === 0 || height === 0) {
       this.cursorShape = undefined;
+      this.changeCount++;
       return;
     }
     this.checkSize(width, height, 'cursor');
@@ -379,6 +392,7 @@ export class RfbReplayDecoder {
       }
     }
     this.cursorShape = { width, height, hotX, hotY, data: image };
+    this.changeCount++;
   }
 
   // ------------------------------------------------------------------ Tight
