@@ -55,7 +55,8 @@ describe.each(['file', 's3'] as const)('session recording capture through the ga
     const before = new Set((await rowsOf(workspace.workspace_id)).map((r) => r.id));
     const stream = await openStream(base, workspace.workspace_id, ownerJwt);
     await stream.rfb.captureFrame({ timeoutMs: 15_000 });
-    for (const colour of colours) {
+    for (const [i, colour] of colours.entries()) {
+      stream.rfb.pointerEvent(100 + i, 120);
       await api.call('exec_command_workspace', admin, { workspace_id: workspace.workspace_id, exec_config: { cmd: `DISPLAY=:1 xsetroot -solid '${colour}'` }, wait: true });
       await stream.rfb.update({ incremental: false, timeoutMs: 5000 });
     }
@@ -117,6 +118,8 @@ describe.each(['file', 's3'] as const)('session recording capture through the ga
     expect(records.filter((r) => r.kind === CaptureRecordKind.PixelFormat).map((r) => r.payload.length)).toContain(16);
     expect(records[records.length - 1].kind).toBe(CaptureRecordKind.End);
     expect(records.filter((r) => r.kind === CaptureRecordKind.End)).toHaveLength(1);
+    // Where the owner moved the pointer (recordedSession: one position per colour), and nothing else of their input.
+    expect(records.filter((r) => r.kind === CaptureRecordKind.Pointer).map((r) => [r.payload.readUInt16BE(0), r.payload.readUInt16BE(2)])).toEqual([[100, 120], [101, 120]]);
     for (let i = 1; i < records.length; i++) expect(records[i].at).toBeGreaterThanOrEqual(records[i - 1].at);
     // Server bytes well beyond ServerInit: the frames the browser received.
     expect(records.filter((r) => r.kind === CaptureRecordKind.Server).reduce((sum, r) => sum + r.payload.length, 0)).toBeGreaterThan(100_000);
