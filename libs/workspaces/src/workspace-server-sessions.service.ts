@@ -72,9 +72,17 @@ export class WorkspaceServerSessions {
     return password === '' ? null : this.cipher.encrypt(password, workspaceId);
   }
 
-  /** The server password of a server workspace ('' when none); throws when SERVER_CREDENTIALS_KEY changed since. */
+  /**
+   * The server password of a server workspace ('' when none). A 409 when it no longer decrypts (SERVER_CREDENTIALS_KEY
+   * changed since the request): the screenshot and the stream gateway answer it as such, not as a 500 or a 502.
+   */
   passwordOf(workspace: Pick<Workspace, 'id' | 'serverPasswordEncrypted'>): string {
-    return workspace.serverPasswordEncrypted ? this.cipher.decrypt(workspace.serverPasswordEncrypted, workspace.id) : '';
+    if (!workspace.serverPasswordEncrypted) return '';
+    try {
+      return this.cipher.decrypt(workspace.serverPasswordEncrypted, workspace.id);
+    } catch (err) {
+      throw new ApiError(ErrorCode.InvalidState, `Workspace (${toWireId(workspace.id)}): ${(err as Error).message}; request a new workspace`);
+    }
   }
 
   /**
