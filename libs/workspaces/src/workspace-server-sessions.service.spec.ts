@@ -1,0 +1,58 @@
+import { ApiError, AppConfig } from '@ws/common';
+import type { ServerImagesService } from '@ws/images/server-images.service';
+import { Workspace, WorkspaceServerConnection } from './workspace.entity';
+import { WorkspaceServerSessions } from './workspace-server-sessions.service';
+
+const KEY = 'unit-server-sessions-key-0123456789abcdef';
+const sessionsWith = (key: string) =>
+  new WorkspaceServerSessions({ SERVER_CREDENTIALS_KEY: key, SERVER_BRIDGE_IMAGE: 'desktop:1', RDP_CLIENT_CREDENTIAL_TTL_SECONDS: 300 } as AppConfig, {} as ServerImagesService);
+
+const connection = (mode: WorkspaceServerConnection['mode']): WorkspaceServerConnection => ({
+  protocol: mode === 'direct' ? 'vnc' : 'rdp', host: '10.0.0.7', port: mode === 'direct' ? 5901 : 3389, username: 'tester', domain: '',
+  rdpClientType: mode === 'relay' ? 'RDP_CLIENT' : mode === 'bridge' ? 'GUAC' : null, mode,
+});
+
+function workspace(fields: Partial<Workspace>): Workspace {
+  return Object.assign(new Workspace(), {
+    id: '0123456789abcdef0123456789abcdef', status: 'running', token: 'workspace-token', serverConnection: null, serverPasswordEncrypted: null,
+    hostPorts: {}, server: { publishHost: '127.0.0.1', hostname: 'docker-1.example.org' }, ...fields,
+  });
+}
+
+describe('WorkspaceServerSessions', () => {
+  const sessions = sessionsWith(KEY);
+
+  it('streams a VNC server image directly with its sealed password, a container or bridge from its published port with the token', () => {
+    const direct = workspace({ serverConnection: connection('direct'), server: null });
+    direct.serverPasswordEncrypted = sessions.seal('vnc-pw', direct.id);
+    expect(sessions.vncEndpointOf(direct)).toEqual({ host: '10.0.0.7', port: 5901, password: 'vnc-pw' });
+    expect(sessions.vncEndpointOf(workspace({ hostPorts: { vnc: 49000 } }))).toEqual({ host: '127.0.0.1', port: 49000, password: 'workspace-token' });
+    expect(sessions.vncEndpointOf(workspace({ serverConnection: connection('bridge'), hostPorts: { vnc: 49001 } }))).toEqual({ host: '127.0.0.1', port: 49001, password: 'workspace-token' });
+    // A native RDP client's relay has no desktop stream; a container not yet published has none yet.
+    expect(sessions.vncEndpointOf(workspace({ serverConnection: connection('relay'), hostPorts: { rdp: 49002 } }))).toBeNull();
+    expect(sessions.vncEndpointOf(workspace({}))).toBeNull();
+  });
+
+  it('keeps no password when there is none, and answers a password sealed under another key as a 409', () => {
+    expect(sessions.seal('', 'w')).toBeNull();
+    const sealedElsewhere = sessionsWith(`${KEY}-other`).seal('pw', '0123456789abcdef0123456789abcdef');
+    const stale = workspace({ serverConnection: connection('direct'), serverPasswordEncrypted: sealedElsewhere, server: null });
+    expect(() => sessions.vncEndpointOf(stale)).toThrow(ApiError);
+    expect(() => sessions.passwordOf(stale)).toThrow(expect.objectContaining({ code: 'invalid_state', message: expect.stringMatching(/does not decrypt.*request a new workspace/) }));
+    // The password is bound to its workspace: a sealed value copied onto another row does not decrypt.
+    const sealed = sessions.seal('pw', '0123456789abcdef0123456789abcdef');
+    expect(() => sessions.passwordOf({ id: 'fedcba9876543210fedcba9876543210', serverPasswordEncrypted: sealed })).toThrow(ApiError);
+  });
+
+  it('answers get_rdp_client_connection_info for a running relay only, at the publish address or the host name when published on all', () => {
+    const now = new Date('2026-11-24T03:00:00Z');
+    const relay = workspace({ serverConnection: connection('relay'), hostPorts: { rdp: 49002 } });
+    const info = sessions.rdpClientConnection(relay, now);
+    expect(info).toMatchObject({ host: '127.0.0.1', port: 49002, username: 'tester', expires: '2026-11-24 03:05:00.000000' });
+    expect(info.file).toContain(`pcb:s:ws1.0123456789abcdef0123456789abcdef.${now.getTime() / 1000 + 300}.`);
+    const everywhere = workspace({ serverConnection: connection('relay'), hostPorts: { rdp: 49002 }, server: { publishHost: '0.0.0.0', hostname: 'docker-1.example.org' } as Workspace['server'] });
+    expect(sessions.rdpClientConnection(everywhere, now).host).toBe('docker-1.example.org');
+    expect(() => sessions.rdpClientConnection(workspace({ serverConnection: connection('bridge'), hostPorts: { vnc: 1 } }))).toThrow(expect.objectContaining({ code: 'invalid_request' }));
+    expect(() => sessions.rdpClientConnection(workspace({ serverConnection: connection('relay'), status: 'starting' }))).toThrow(expect.objectContaining({ code: 'invalid_state' }));
+  });
+});
