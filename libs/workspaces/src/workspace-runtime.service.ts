@@ -92,7 +92,9 @@ export class WorkspaceRuntime {
       attempt.signal?.throwIfAborted();
       const done = await this.lifecycle.running(workspace.id, { containerId, containerIp: state.ip, hostPorts: state.hostPorts });
       if (!done) await host.remove(containerId); // destroyed while starting: leave nothing behind
-      else await runStartCommands({ hosts: this.hosts, workspaces: this.workspaces }, workspace); // image exec_config (launch-commands.ts); never throws
+      // The image's exec_config (launch-commands.ts; never throws) runs in the user's own container only: a bridge
+      // or relay holds the server's connection file, which a command as root could read.
+      else if (!connection) await runStartCommands({ hosts: this.hosts, workspaces: this.workspaces }, workspace);
     } catch (err) {
       if (attempt.signal?.aborted) throw err; // handed back: the next run decides, not this one
       const permanent = err instanceof PermanentFailure || (!isTransientDockerError(err) && !(err instanceof ProfileStoreError));
