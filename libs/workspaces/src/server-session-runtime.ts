@@ -57,7 +57,8 @@ export class ServerSessionRuntime {
   containerSpec(workspace: Workspace, image: Image, server: Server, connection: WorkspaceServerConnection): WorkspaceContainerSpec {
     if (!this.config.SERVER_BRIDGE_IMAGE) throw new PermanentFailure('SERVER_BRIDGE_IMAGE is not set: RDP and SSH servers are reached through a bridge container');
     const spec = buildContainerSpec({
-      workspace: { id: workspace.id, cores: workspace.cores, memory: workspace.memory, token: workspace.token, environment: {} },
+      // A relay streams no desktop: no VNC_PASSWORD, for its token is the relay's credential key (docker inspect shows env).
+      workspace: { id: workspace.id, cores: workspace.cores, memory: workspace.memory, token: connection.mode === 'relay' ? '' : workspace.token, environment: {} },
       image: { id: image.id, name: this.config.SERVER_BRIDGE_IMAGE, xRes: image.xRes, yRes: image.yRes, restrictToNetwork: image.restrictToNetwork, networkName: image.networkName },
       server, deploymentId: this.config.DEPLOYMENT_ID, network: this.config.SERVER_BRIDGE_NETWORK,
       clientLanguage: workspace.launchOptions.clientLanguage, clientTimezone: workspace.launchOptions.clientTimezone,
