@@ -1,4 +1,3 @@
-import { WorkspaceServerSessions } from '@ws/workspaces/workspace-server-sessions.service';
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, Server as HttpServer } from 'node:http';
 import type { Socket } from 'node:net';
@@ -10,7 +9,7 @@ import { RedisConnections } from '@ws/queue';
 import { RecordingCapture } from '@ws/recordings/capture';
 import { ReadBufferPool } from '@ws/stream/read-buffer-pool';
 import { RfbSession, RfbSessionRegistry } from '@ws/stream/rfb-proxy';
-import { STREAM_STATS_TTL_SECONDS, streamStatsKey, StreamSnapshot, StreamStanding } from '@ws/workspaces';
+import { STREAM_STATS_TTL_SECONDS, streamStatsKey, StreamSnapshot, StreamStanding, WorkspaceServerSessions } from '@ws/workspaces';
 import { AudioGateway } from './audio-gateway';
 import { AUDIO_STREAM_PATH, AudioKind } from './audio-policy';
 import { openDesktopTcp } from './desktop-tcp';
