@@ -138,7 +138,6 @@ export class WorkspaceLaunch {
     };
   }
 
-
   /** The request's user, loaded once for the whole launch, or a new anonymous one. */
   private async resolveUser(launch: LaunchContext): Promise<void> {
     const { user_id: userId } = launch.request;
@@ -217,6 +216,11 @@ export class WorkspaceLaunch {
 
   /** Whether the workspace uses a persistent profile, and where (WorkspaceProfiles.decide: 403, 400, 409). */
   private async persistentProfile(launch: LaunchContext): Promise<void> {
+    // A server workspace has no home of the user's: its bridge is ours, and the provision never loads a profile into it.
+    if (launch.serverSession) {
+      launch.profileLocation = null;
+      return;
+    }
     launch.profileLocation = await this.profiles.decide({
       user: need(launch.user, 'user'), image: need(launch.image, 'image'), settings: need(launch.settings, 'settings'), mode: launch.request.persistent_profile_mode,
     });
@@ -258,7 +262,7 @@ export class WorkspaceLaunch {
     const issued = need(launch.issued, 'token');
     const workspaceId = need(launch.workspace, 'workspace id').id;
     const start = new Date();
-    const profile = image.persistentProfilePath && body.persistent_profile_mode !== undefined ? body.persistent_profile_mode : null;
+    const profile = image.persistentProfilePath && !launch.serverSession && body.persistent_profile_mode !== undefined ? body.persistent_profile_mode : null;
     try {
       launch.workspace = await this.db.transaction(async (tx) => {
         await this.entitlements.reserveSessionCapacity(tx);
