@@ -65,7 +65,8 @@ export class WorkspaceFiles {
     const allowed = direction === 'upload' ? settings.allow_workspace_uploads : settings.allow_workspace_downloads;
     if (!allowed) throw new ApiError(ErrorCode.Forbidden, `This workspace's settings do not allow ${direction}s (allow_workspace_${direction}s)`);
     if (workspace.serverConnection) {
-      throw new ApiError(ErrorCode.InvalidState, `Workspace (${workspaceWireId}) reaches an ${workspace.serverConnection.protocol.toUpperCase()} server; files move only to and from container workspaces`);
+      const { protocol, host, port } = workspace.serverConnection;
+      throw new ApiError(ErrorCode.InvalidState, `Workspace (${workspaceWireId}) reaches the ${protocol.toUpperCase()} server ${host}:${port}; files move only to and from container workspaces`);
     }
     if (workspace.status !== 'running' || !workspace.server || !workspace.containerId) {
       throw new ApiError(ErrorCode.InvalidState, `Workspace (${workspaceWireId}) is not running`);
