@@ -1,11 +1,17 @@
 import { ApiError, AppConfig } from '@ws/common';
+import type { Image } from '@ws/images/image.entity';
 import type { ServerImagesService } from '@ws/images/server-images.service';
+import { checkServerTarget } from '@ws/images/server-target';
 import { Workspace, WorkspaceServerConnection } from './workspace.entity';
 import { WorkspaceServerSessions } from './workspace-server-sessions.service';
 
 const KEY = 'unit-server-sessions-key-0123456789abcdef';
-const sessionsWith = (key: string) =>
-  new WorkspaceServerSessions({ SERVER_CREDENTIALS_KEY: key, SERVER_BRIDGE_IMAGE: 'desktop:1', RDP_CLIENT_CREDENTIAL_TTL_SECONDS: 300 } as AppConfig, {} as ServerImagesService);
+/** An RDP server image whose client the request chooses, with a stored password. */
+const rdpImage = {
+  targetOf: async () => ({ target: checkServerTarget({ protocol: 'rdp', host: '10.0.0.7', usernameTemplate: '{username}', rdpClient: 'user' }), password: 'stored-pw' }),
+} as unknown as ServerImagesService;
+const sessionsWith = (key: string, images = {} as ServerImagesService) =>
+  new WorkspaceServerSessions({ SERVER_CREDENTIALS_KEY: key, SERVER_BRIDGE_IMAGE: 'desktop:1', RDP_CLIENT_CREDENTIAL_TTL_SECONDS: 300 } as AppConfig, images);
 
 const connection = (mode: WorkspaceServerConnection['mode']): WorkspaceServerConnection => ({
   protocol: mode === 'direct' ? 'vnc' : 'rdp', host: '10.0.0.7', port: mode === 'direct' ? 5901 : 3389, username: 'tester', domain: '',
@@ -42,6 +48,15 @@ describe('WorkspaceServerSessions', () => {
     // The password is bound to its workspace: a sealed value copied onto another row does not decrypt.
     const sealed = sessions.seal('pw', '0123456789abcdef0123456789abcdef');
     expect(() => sessions.passwordOf({ id: 'fedcba9876543210fedcba9876543210', serverPasswordEncrypted: sealed })).toThrow(ApiError);
+  });
+
+  it('keeps the server password for a bridge, none for a relay (whose user answers the logon), and refuses one to keep without a key', async () => {
+    const image = { id: '00000000000000000000000000000001', friendlyName: 'Lab RDP' } as Image;
+    const bridge = await sessionsWith(KEY, rdpImage).resolve(image, { rdp_client_type: 'GUAC' }, 'ann');
+    expect(bridge).toEqual({ connection: expect.objectContaining({ mode: 'bridge', username: 'ann' }), password: 'stored-pw' });
+    const keyless = sessionsWith('', rdpImage);
+    expect(await keyless.resolve(image, { rdp_client_type: 'RDP_CLIENT' }, 'ann')).toEqual({ connection: expect.objectContaining({ mode: 'relay' }), password: '' });
+    await expect(keyless.resolve(image, { rdp_client_type: 'GUAC' }, 'ann')).rejects.toMatchObject({ code: 'invalid_request', message: expect.stringContaining('SERVER_CREDENTIALS_KEY is not set') });
   });
 
   it('answers get_rdp_client_connection_info for a running relay only, at the publish address or the host name when published on all', () => {

@@ -45,7 +45,8 @@ export class WorkspaceServerSessions {
 
   /**
    * The connection a request for a server image makes: the image's target, the request's connection_info where
-   * the image allows it, rdp_client_type against the image's client option (each a clear 400), and its password.
+   * the image allows it, rdp_client_type against the image's client option (each a clear 400), and its password
+   * ('' for a native RDP client's relay, which never uses one).
    */
   async resolve(image: Image, request: { connection_info?: unknown; rdp_client_type?: unknown }, username: string): Promise<{ connection: WorkspaceServerConnection; password: string }> {
     let stored: Awaited<ReturnType<ServerImagesService['targetOf']>>;
@@ -61,10 +62,12 @@ export class WorkspaceServerSessions {
     if (connection.mode !== 'direct' && !this.config.SERVER_BRIDGE_IMAGE) {
       throw new ApiError(ErrorCode.InvalidState, `${connection.protocol.toUpperCase()} servers are reached through a bridge container, and SERVER_BRIDGE_IMAGE is not set on this deployment`);
     }
-    if (password !== '' && !this.cipher.configured) {
+    // A relay passes the RDP stream through and the user answers the server's own logon: its password is not kept.
+    const kept = connection.mode === 'relay' ? '' : password;
+    if (kept !== '' && !this.cipher.configured) {
       throw new ApiError(ErrorCode.InvalidRequest, 'SERVER_CREDENTIALS_KEY is not set: a server password is kept for the workspace only encrypted, so the operator must set a key first');
     }
-    return { connection, password };
+    return { connection, password: kept };
   }
 
   /** The password as the workspace row keeps it: encrypted, bound to the workspace id; null when there is none. */
