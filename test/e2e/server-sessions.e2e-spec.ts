@@ -281,9 +281,19 @@ describe('server sessions on real servers', () => {
     /** Whether the test server runs a session of tester's: xrdp logged them on. */
     const testerSession = async () => ((await execOut(server, 'pgrep -u tester -c . || true')).trim() !== '0' ? true : undefined);
 
-    /** FreeRDP (xfreerdp under Xvfb) with `file`, the user typing the server's password as they would. */
+    /**
+     * FreeRDP (xfreerdp under Xvfb) with `file`, the user typing the server's password as they would. In a process
+     * group of its own, which `stop` ends: xvfb-run killed alone leaves its Xvfb running. Its output is not read.
+     */
     function freerdp(file: string): ChildProcess {
-      return spawn('xvfb-run', ['-a', 'xfreerdp', file, `/p:${TESTER_PASSWORD}`, '/cert:ignore', '/log-level:WARN'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      return spawn('xvfb-run', ['-a', 'xfreerdp', file, `/p:${TESTER_PASSWORD}`, '/cert:ignore', '/log-level:WARN'], { stdio: 'ignore', detached: true });
+    }
+    function stop(client: ChildProcess): void {
+      try {
+        process.kill(-(client.pid as number), 'SIGTERM');
+      } catch {
+        // the group has ended already
+      }
     }
 
     it('answers a .rdp file and an rdp:// url that FreeRDP connects with; the relay closes with the workspace', async () => {
@@ -302,8 +312,12 @@ describe('server sessions on real servers', () => {
       const forged = join(scratch, 'forged.rdp');
       writeFileSync(forged, file.replace(/(pcb:s:ws1\.[^\r]*)(.)\r\n/, (_m: string, head: string, last: string) => `${head}${last === '0' ? '1' : '0'}\r\n`));
       const refused = freerdp(forged);
-      const refusedExit = await new Promise<number | null>((resolve) => refused.once('exit', resolve));
-      expect(refusedExit).not.toBe(0);
+      try {
+        const refusedExit = await new Promise<number | null>((resolve) => refused.once('exit', resolve));
+        expect(refusedExit).not.toBe(0);
+      } finally {
+        stop(refused);
+      }
       expect(await testerSession()).toBeUndefined();
 
       const good = join(scratch, 'workspace.rdp');
@@ -312,7 +326,7 @@ describe('server sessions on real servers', () => {
       try {
         await waitFor('a session of tester on the RDP server, through the relay', testerSession, 60_000, 250);
       } finally {
-        client.kill('SIGTERM');
+        stop(client);
       }
       await destroy(workspaceId);
       expect(await listening('127.0.0.1', port)).toBeUndefined();
