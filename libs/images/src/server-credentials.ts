@@ -5,6 +5,14 @@ const IV_BYTES = 12;
 const TAG_BYTES = 16;
 export const MIN_SERVER_CREDENTIALS_KEY_LENGTH = 32;
 
+/** A stored credential that cannot be read: no key, another key, or an altered value (never the database's failure). */
+export class ServerCredentialError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ServerCredentialError';
+  }
+}
+
 /**
  * Encrypts server images' passwords at rest (AES-256-GCM). The key is derived (HKDF-SHA256) from the operator's
  * SERVER_CREDENTIALS_KEY; there is no generated fallback key, because a key kept next to the database (or in it)
@@ -39,21 +47,21 @@ export class ServerCredentialCipher {
   decrypt(stored: string, imageId: string): string {
     const key = this.requireKey();
     const parts = stored.split(':');
-    if (parts.length !== 4 || parts[0] !== FORMAT) throw new Error('not a stored server credential');
+    if (parts.length !== 4 || parts[0] !== FORMAT) throw new ServerCredentialError('not a stored server credential');
     const [iv, tag, ciphertext] = parts.slice(1).map((part) => Buffer.from(part, 'base64url'));
-    if (iv.length !== IV_BYTES || tag.length !== TAG_BYTES) throw new Error('not a stored server credential');
+    if (iv.length !== IV_BYTES || tag.length !== TAG_BYTES) throw new ServerCredentialError('not a stored server credential');
     const decipher = createDecipheriv('aes-256-gcm', key, iv, { authTagLength: TAG_BYTES });
     decipher.setAAD(Buffer.from(imageId, 'utf8'));
     decipher.setAuthTag(tag);
     try {
       return Buffer.concat([decipher.update(ciphertext), decipher.final()]).toString('utf8');
     } catch {
-      throw new Error('the stored server credential does not decrypt with SERVER_CREDENTIALS_KEY (changed key, or altered value)');
+      throw new ServerCredentialError('the stored server credential does not decrypt with SERVER_CREDENTIALS_KEY (changed key, or altered value)');
     }
   }
 
   private requireKey(): Buffer {
-    if (!this.key) throw new Error('SERVER_CREDENTIALS_KEY is not set: server image passwords are stored only encrypted, so set a key of at least 32 characters');
+    if (!this.key) throw new ServerCredentialError('SERVER_CREDENTIALS_KEY is not set: server image passwords are stored only encrypted, so set a key of at least 32 characters');
     return this.key;
   }
 }

@@ -57,7 +57,7 @@ export class ServerSessionRuntime {
   containerSpec(workspace: Workspace, image: Image, server: Server, connection: WorkspaceServerConnection): WorkspaceContainerSpec {
     if (!this.config.SERVER_BRIDGE_IMAGE) throw new PermanentFailure('SERVER_BRIDGE_IMAGE is not set: RDP and SSH servers are reached through a bridge container');
     const spec = buildContainerSpec({
-      // A relay streams no desktop: no VNC_PASSWORD, for its token is the relay's credential key (docker inspect shows env).
+      // A relay streams no desktop: no VNC_PASSWORD.
       workspace: { id: workspace.id, cores: workspace.cores, memory: workspace.memory, token: connection.mode === 'relay' ? '' : workspace.token, environment: {} },
       image: { id: image.id, name: this.config.SERVER_BRIDGE_IMAGE, xRes: image.xRes, yRes: image.yRes, restrictToNetwork: image.restrictToNetwork, networkName: image.networkName },
       server, deploymentId: this.config.DEPLOYMENT_ID, network: this.config.SERVER_BRIDGE_NETWORK,
@@ -73,7 +73,7 @@ export class ServerSessionRuntime {
       `PROTOCOL=${connection.mode === 'relay' ? 'relay' : connection.protocol}`, `HOST=${connection.host}`, `PORT=${connection.port}`,
       `USERNAME_B64=${b64(connection.username)}`, `PASSWORD_B64=${b64(connection.mode === 'relay' ? '' : this.sessions.passwordOf(workspace))}`,
       `DOMAIN_B64=${b64(connection.domain)}`,
-      ...(connection.mode === 'relay' ? [`RELAY_SECRET_B64=${b64(workspace.token)}`, `RELAY_PORT=${RELAY_CONTAINER_PORT}`] : []),
+      ...(connection.mode === 'relay' ? [`RELAY_SECRET_B64=${b64(this.sessions.relaySecretOf(workspace))}`, `RELAY_PORT=${RELAY_CONTAINER_PORT}`] : []),
     ];
     const pack = tar.pack();
     const mtime = new Date();

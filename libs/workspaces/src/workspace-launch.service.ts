@@ -274,7 +274,8 @@ export class WorkspaceLaunch {
           : null;
         return this.lifecycle.record(tx, {
           id: workspaceId, userId: user.id, imageId: image.id, serverId: server?.id ?? null,
-          serverConnection: serverSession?.connection ?? null, serverPasswordEncrypted: serverSession ? this.serverSessions.seal(serverSession.password, workspaceId) : null, operationalMessage: 'Waiting for a worker', operationalProgress: 0,
+          serverConnection: serverSession?.connection ?? null, serverPasswordEncrypted: serverSession ? this.serverSessions.seal(serverSession.password, workspaceId) : null,
+          relaySecret: serverSession?.connection.mode === 'relay' ? randomSecret(32) : null, operationalMessage: 'Waiting for a worker', operationalProgress: 0,
           containerId: null, containerIp: null, hostPorts: {}, cores: image.cores, memory: image.memory, token: randomSecret(32), viewOnlyToken: randomSecret(32),
           shareId: randomSecret(16), sharingEnabled: body.enable_sharing ?? false, environment: body.environment ?? {}, sessionTokenId: issued.token.id,
           clientSettingsOverride: launch.inputs.clientSettingsOverride ?? {},

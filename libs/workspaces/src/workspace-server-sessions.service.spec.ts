@@ -1,6 +1,8 @@
+import { createHmac } from 'node:crypto';
 import { ApiError, AppConfig } from '@ws/common';
 import type { Image } from '@ws/images/image.entity';
 import type { ServerImagesService } from '@ws/images/server-images.service';
+import { ServerCredentialError } from '@ws/images/server-credentials';
 import { checkServerTarget } from '@ws/images/server-target';
 import { Workspace, WorkspaceServerConnection } from './workspace.entity';
 import { WorkspaceServerSessions } from './workspace-server-sessions.service';
@@ -20,7 +22,7 @@ const connection = (mode: WorkspaceServerConnection['mode']): WorkspaceServerCon
 
 function workspace(fields: Partial<Workspace>): Workspace {
   return Object.assign(new Workspace(), {
-    id: '0123456789abcdef0123456789abcdef', status: 'running', token: 'workspace-token', serverConnection: null, serverPasswordEncrypted: null,
+    id: '0123456789abcdef0123456789abcdef', status: 'running', token: 'workspace-token', serverConnection: null, serverPasswordEncrypted: null, relaySecret: null,
     hostPorts: {}, server: { publishHost: '127.0.0.1', hostname: 'docker-1.example.org' }, ...fields,
   });
 }
@@ -59,13 +61,28 @@ describe('WorkspaceServerSessions', () => {
     await expect(keyless.resolve(image, { rdp_client_type: 'GUAC' }, 'ann')).rejects.toMatchObject({ code: 'invalid_request', message: expect.stringContaining('SERVER_CREDENTIALS_KEY is not set') });
   });
 
+  it('a stored password that no longer decrypts is the image\'s 409; a database failure stays itself', async () => {
+    const image = { id: '00000000000000000000000000000001', friendlyName: 'Lab RDP' } as Image;
+    const undecryptable = { targetOf: async () => { throw new ServerCredentialError('the stored server credential does not decrypt'); } } as unknown as ServerImagesService;
+    await expect(sessionsWith(KEY, undecryptable).resolve(image, { rdp_client_type: 'GUAC' }, 'ann'))
+      .rejects.toMatchObject({ code: 'invalid_state', message: expect.stringContaining('store the password again') });
+    const down = new Error('connect ECONNREFUSED 127.0.0.1:5432');
+    const databaseDown = { targetOf: async () => { throw down; } } as unknown as ServerImagesService;
+    await expect(sessionsWith(KEY, databaseDown).resolve(image, { rdp_client_type: 'GUAC' }, 'ann')).rejects.toBe(down);
+  });
+
   it('answers get_rdp_client_connection_info for a running relay only, at the publish address or the host name when published on all', () => {
     const now = new Date('2026-11-24T03:00:00Z');
-    const relay = workspace({ serverConnection: connection('relay'), hostPorts: { rdp: 49002 } });
+    const relay = workspace({ serverConnection: connection('relay'), hostPorts: { rdp: 49002 }, relaySecret: 'relay-key' });
     const info = sessions.rdpClientConnection(relay, now);
     expect(info).toMatchObject({ host: '127.0.0.1', port: 49002, username: 'tester', expires: '2026-11-24 03:05:00.000000' });
-    expect(info.file).toContain(`pcb:s:ws1.0123456789abcdef0123456789abcdef.${now.getTime() / 1000 + 300}.`);
-    const everywhere = workspace({ serverConnection: connection('relay'), hostPorts: { rdp: 49002 }, server: { publishHost: '0.0.0.0', hostname: 'docker-1.example.org' } as Workspace['server'] });
+    const credential = /pcb:s:(\S+)\r\n/.exec(info.file)?.[1] ?? '';
+    expect(credential).toMatch(new RegExp(`^ws1\\.0123456789abcdef0123456789abcdef\\.${now.getTime() / 1000 + 300}\\.[0-9a-f]{16}\\.[0-9a-f]{64}$`));
+    // Signed with the relay's own key, never the token the Workspace object shows.
+    const [signed, mac] = [credential.slice(0, credential.lastIndexOf('.')), credential.slice(credential.lastIndexOf('.') + 1)];
+    expect(mac).toBe(createHmac('sha256', 'relay-key').update(signed).digest('hex'));
+    expect(mac).not.toBe(createHmac('sha256', 'workspace-token').update(signed).digest('hex'));
+    const everywhere = workspace({ serverConnection: connection('relay'), hostPorts: { rdp: 49002 }, relaySecret: 'relay-key', server: { publishHost: '0.0.0.0', hostname: 'docker-1.example.org' } as Workspace['server'] });
     expect(sessions.rdpClientConnection(everywhere, now).host).toBe('docker-1.example.org');
     expect(() => sessions.rdpClientConnection(workspace({ serverConnection: connection('bridge'), hostPorts: { vnc: 1 } }))).toThrow(expect.objectContaining({ code: 'invalid_request' }));
     expect(() => sessions.rdpClientConnection(workspace({ serverConnection: connection('relay'), status: 'starting' }))).toThrow(expect.objectContaining({ code: 'invalid_state' }));

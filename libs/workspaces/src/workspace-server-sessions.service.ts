@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { addSeconds, ApiError, AppConfig, ErrorCode, formatTimestamp, toWireId } from '@ws/common';
 import { Image } from '@ws/images/image.entity';
-import { ServerCredentialCipher } from '@ws/images/server-credentials';
+import { ServerCredentialCipher, ServerCredentialError } from '@ws/images/server-credentials';
 import { ServerImagesService } from '@ws/images/server-images.service';
 import { resolveConnection, sessionModeOf } from '@ws/images/server-target';
 import { mintRelayCredential, rdpFile, rdpUrl } from './rdp-client-connection';
@@ -53,8 +53,8 @@ export class WorkspaceServerSessions {
     try {
       stored = await this.serverImages.targetOf(image.id);
     } catch (err) {
-      if (err instanceof ApiError) throw err;
-      // The stored password does not decrypt: the operator changed or removed SERVER_CREDENTIALS_KEY.
+      // Only an unreadable password is the image's problem; a database failure stays what it is (503).
+      if (!(err instanceof ServerCredentialError)) throw err;
       throw new ApiError(ErrorCode.InvalidState, `Image ${image.friendlyName} (${toWireId(image.id)}): ${(err as Error).message}; store the password again (image add-server --password-stdin)`);
     }
     const { password, ...resolved } = resolveConnection(stored.target, stored.password, request, username);
@@ -88,6 +88,12 @@ export class WorkspaceServerSessions {
     }
   }
 
+  /** The key of a relay workspace's credentials (its own column; never the token, which the Workspace object shows). */
+  relaySecretOf(workspace: Pick<Workspace, 'id' | 'relaySecret'>): string {
+    if (!workspace.relaySecret) throw new ApiError(ErrorCode.InvalidState, `Workspace (${toWireId(workspace.id)}) has no relay key`);
+    return workspace.relaySecret;
+  }
+
   /**
    * The VNC server the gateway and screenshots talk to: a VNC server image's server itself (direct), else the
    * workspace container's published port with the workspace token as password; null when the workspace has no VNC
@@ -115,7 +121,7 @@ export class WorkspaceServerSessions {
     // Published on every address of the Docker host: clients reach it by the host's name.
     const host = ['0.0.0.0', '::', ''].includes(workspace.server.publishHost) ? workspace.server.hostname : workspace.server.publishHost;
     const expires = addSeconds(now, this.config.RDP_CLIENT_CREDENTIAL_TTL_SECONDS);
-    const target = { host, port, username: connection.username, domain: connection.domain, credential: mintRelayCredential(workspace.token, id, expires) };
+    const target = { host, port, username: connection.username, domain: connection.domain, credential: mintRelayCredential(this.relaySecretOf(workspace), id, expires) };
     return { file: rdpFile(target), url: rdpUrl(target), host, port, username: connection.username, expires: formatTimestamp(expires) };
   }
 }

@@ -72,6 +72,11 @@ export class Workspace {
   @Column('jsonb', { nullable: true }) serverConnection!: WorkspaceServerConnection | null;
   /** The connection's password, AES-256-GCM under SERVER_CREDENTIALS_KEY bound to this workspace's id (ServerCredentialCipher); never returned. */
   @Column('text', { nullable: true }) serverPasswordEncrypted!: string | null;
+  /**
+   * The key a native RDP client's relay checks credentials with (get_rdp_client_connection_info signs with it): its
+   * own secret, never mapped out, unlike `token` (which the Workspace object returns). Null unless the workspace is a relay.
+   */
+  @Column('text', { nullable: true }) relaySecret!: string | null;
   @Index({ unique: true }) @Column('text') shareId!: string;
   @Column('boolean', { default: false }) sharingEnabled!: boolean;
   @Column('jsonb', { default: () => "'{}'" }) environment!: Record<string, string>;
