@@ -108,6 +108,7 @@ describe('server images', () => {
       [{ image_id: vnc, connection_info: { host: 'bad host' } }, 'connection_info.host must be a host name or an IP address'],
       [{ image_id: vnc, connection_info: { shell: '/bin/sh' } }, 'connection_info.shell is not a connection setting'],
       [{ image_id: vnc, rdp_client_type: 'RDP_CLIENT' }, 'rdp_client_type RDP_CLIENT only applies to RDP servers'],
+      [{ image_id: vnc, environment: { LAB: '1' } }, 'is a server image; environment applies to container images'],
       [{ image_id: rdp }, 'rdp_client_type is required for this image: GUAC (web native) or RDP_CLIENT (your own RDP client)'],
       [{ image_id: container, connection_info: { host: 'h' } }, 'connection_info applies to RDP, VNC and SSH server images, not to container images'],
       [{ image_id: container, rdp_client_type: 'GUAC' }, 'rdp_client_type applies to RDP server images, not to container images'],

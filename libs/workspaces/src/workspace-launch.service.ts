@@ -210,7 +210,12 @@ export class WorkspaceLaunch {
       launch.serverSession = null;
       return;
     }
-    if (request.egress_gateway_id) throw new ApiError(ErrorCode.InvalidRequest, `Image ${image.friendlyName} (${toWireId(image.id)}) is a server image; egress gateways apply to container images`);
+    // What only a container of the user's own takes is refused, never ignored.
+    const containerOnly = [
+      ['egress_gateway_id', request.egress_gateway_id], ['environment', request.environment && Object.keys(request.environment).length > 0 ? request.environment : undefined],
+      ['container_network', launch.inputs.containerNetwork],
+    ].find(([, value]) => value);
+    if (containerOnly) throw new ApiError(ErrorCode.InvalidRequest, `Image ${image.friendlyName} (${toWireId(image.id)}) is a server image; ${containerOnly[0]} applies to container images`);
     launch.serverSession = await this.serverSessions.resolve(image, request, need(launch.user, 'user').username);
   }
 

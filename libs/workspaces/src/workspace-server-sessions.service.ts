@@ -119,7 +119,7 @@ export class WorkspaceServerSessions {
     const port = workspace.hostPorts.rdp;
     if (workspace.status !== 'running' || !workspace.server || !port) throw new ApiError(ErrorCode.InvalidState, `Workspace (${id}) is not running (${operationalStatus(workspace.status)})`);
     // Published on every address of the Docker host: clients reach it by the host's name.
-    const host = ['0.0.0.0', '::', ''].includes(workspace.server.publishHost) ? workspace.server.hostname : workspace.server.publishHost;
+    const host = ['0.0.0.0', '::'].includes(workspace.server.publishHost) ? workspace.server.hostname : workspace.server.publishHost;
     const expires = addSeconds(now, this.config.RDP_CLIENT_CREDENTIAL_TTL_SECONDS);
     const target = { host, port, username: connection.username, domain: connection.domain, credential: mintRelayCredential(this.relaySecretOf(workspace), id, expires) };
     return { file: rdpFile(target), url: rdpUrl(target), host, port, username: connection.username, expires: formatTimestamp(expires) };

@@ -57,11 +57,12 @@ export class AudioGateway implements OnModuleDestroy {
     try {
       const grant = await this.admission.admit(request, workspaceId);
       const { workspace } = grant;
-      if (workspace.status !== 'running' || !workspace.server) throw new ApiError(ErrorCode.InvalidState, `Workspace (${workspaceId}) is not running`);
+      if (workspace.status !== 'running') throw new ApiError(ErrorCode.InvalidState, `Workspace (${workspaceId}) is not running`);
       const refusal = audioRefusal(kind, grant.settings, grant.viewOnly);
       if (refusal) throw new ApiError(ErrorCode.Forbidden, refusal);
       const port = workspace.hostPorts[kind];
-      if (!port) throw new ApiError(ErrorCode.InvalidState, `This workspace's image has no ${kind} port (port_map.${kind})`);
+      // A VNC server image's workspace has no container, so no audio ports either.
+      if (!port || !workspace.server) throw new ApiError(ErrorCode.InvalidState, `This workspace's image has no ${kind} port (port_map.${kind})`);
       reachingDesktop = true;
       tcp = await openDesktopTcp(workspace.server.publishHost, port, CONNECT_TIMEOUT_MS);
       const upstream = tcp;

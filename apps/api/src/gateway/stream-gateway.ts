@@ -91,7 +91,7 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
       const { workspace, settings } = grant;
       const endpoint = workspace.status === 'running' ? this.serverSessions.vncEndpointOf(workspace) : null;
       if (!endpoint) {
-        throw new ApiError(ErrorCode.InvalidState, workspace.status === 'running' ? `Workspace (${match[1]}) has no desktop stream (a native RDP client's)` : `Workspace (${match[1]}) is not running`);
+        throw new ApiError(ErrorCode.InvalidState, workspace.status === 'running' ? `Workspace (${match[1]}) is reached with a native RDP client (get_rdp_client_connection_info); it has no web stream` : `Workspace (${match[1]}) is not running`);
       }
       // The owner's connections are recorded when their record_sessions is on (asked while the VNC handshake runs).
       const recorded = grant.viewOnly ? Promise.resolve(false) : this.recordings.shouldRecord(workspace.userId);
