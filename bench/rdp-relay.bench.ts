@@ -26,6 +26,8 @@ const SETUPS = Number(process.env.BENCH_RELAY_SETUPS ?? 100);
 const MESSAGE_BYTES = 64;
 /** Round trips and setups of a round are split into this many blocks, the paths taking turns block by block. */
 const LATENCY_BLOCKS = 10;
+const BURST_MESSAGES = 3;
+const STALL_US = 20_000;
 /** Any single transfer, round-trip series or connection past this fails the bench instead of hanging it. */
 const OPERATION_TIMEOUT_MS = 120_000;
 const ROOT = `${__dirname}/../..`;
@@ -49,6 +51,10 @@ interface Figures {
   uploadMiBps: number;
   rttP50Us: number;
   rttP99Us: number;
+  burstP50Us: number;
+  burstP99Us: number;
+  /** Bursts whose round trip took over STALL_US: a delayed ACK (40 ms on Linux) waited for, not a slow relay. */
+  burstStalls: number;
   setupP50Us: number;
 }
 
@@ -151,8 +157,12 @@ function reader(socket: Socket) {
   });
 }
 
-/** Microseconds per 64-byte round trip through the echo, one message in flight at a time. */
-async function roundTrips(path: Path, count: number): Promise<number[]> {
+/**
+ * Microseconds per round trip through the echo of `burst` 64-byte messages written back to back (1: one message in
+ * flight at a time). Bursts of small PDUs are RDP's usual traffic; a relay that leaves Nagle on stalls some of them
+ * until the peer's delayed ACK.
+ */
+async function roundTrips(path: Path, count: number, burst: number): Promise<number[]> {
   const socket = await open(path, 'echo');
   try {
     const read = reader(socket);
@@ -164,8 +174,8 @@ async function roundTrips(path: Path, count: number): Promise<number[]> {
     await withTimeout(`${path.name} round trips`, (async () => {
       for (let i = 0; i < count; i++) {
         const started = process.hrtime.bigint();
-        socket.write(message);
-        await read(MESSAGE_BYTES);
+        for (let m = 0; m < burst; m++) socket.write(message);
+        await read(MESSAGE_BYTES * burst);
         samples.push(Number(process.hrtime.bigint() - started) / 1000);
       }
     })());
@@ -197,19 +207,26 @@ async function measureRound(paths: Path[], round: number): Promise<Map<string, F
   const bytes = BULK_MIB * 1024 ** 2;
   const bulk = new Map<string, [number, number]>();
   const rtt = new Map<string, number[]>(paths.map((p) => [p.name, []]));
+  const bursts = new Map<string, number[]>(paths.map((p) => [p.name, []]));
   const setups = new Map<string, number[]>(paths.map((p) => [p.name, []]));
   const inTurn = (turn: number) => paths.map((_, i) => paths[(turn + i) % paths.length]);
   for (const path of inTurn(round)) bulk.set(path.name, [await download(path, bytes), await upload(path, bytes)]);
   for (let block = 0; block < LATENCY_BLOCKS; block++) {
     for (const path of inTurn(round + block)) {
-      rtt.get(path.name)!.push(...(await roundTrips(path, Math.ceil(ROUND_TRIPS / LATENCY_BLOCKS))));
+      rtt.get(path.name)!.push(...(await roundTrips(path, Math.ceil(ROUND_TRIPS / LATENCY_BLOCKS), 1)));
+      bursts.get(path.name)!.push(...(await roundTrips(path, Math.ceil(ROUND_TRIPS / LATENCY_BLOCKS), BURST_MESSAGES)));
       for (let i = 0; i < Math.ceil(SETUPS / LATENCY_BLOCKS); i++) setups.get(path.name)!.push(await setupTime(path));
     }
   }
   return new Map(paths.map((path) => {
     const [downloadMiBps, uploadMiBps] = bulk.get(path.name)!;
     const samples = rtt.get(path.name)!;
-    return [path.name, { downloadMiBps, uploadMiBps, rttP50Us: median(samples), rttP99Us: percentile(samples, 99), setupP50Us: median(setups.get(path.name)!) }];
+    const burstSamples = bursts.get(path.name)!;
+    return [path.name, {
+      downloadMiBps, uploadMiBps, rttP50Us: median(samples), rttP99Us: percentile(samples, 99),
+      burstP50Us: median(burstSamples), burstP99Us: percentile(burstSamples, 99),
+      burstStalls: burstSamples.filter((us) => us > STALL_US).length, setupP50Us: median(setups.get(path.name)!),
+    }];
   }));
 }
 
@@ -258,9 +275,9 @@ async function main(): Promise<void> {
   const secret = randomBytes(24).toString('base64url');
   const workspaceId = randomBytes(8).toString('hex');
   try {
-    // Targets with 256 KiB buffers, so the relay paths are the limit, never the target.
+    // Targets with 256 KiB buffers and an echo without Nagle, so the paths are the limit, never the target.
     const targets = await createContainer(docker, image, deploymentId, ['sh', '-c', [
-      `socat -b 262144 TCP-LISTEN:${TARGET_PORTS.echo},fork,reuseaddr PIPE &`,
+      `socat -b 262144 TCP-LISTEN:${TARGET_PORTS.echo},fork,reuseaddr,nodelay PIPE &`,
       `socat -b 262144 -u TCP-LISTEN:${TARGET_PORTS.sink},fork,reuseaddr OPEN:/dev/null &`,
       `exec socat -b 262144 -U TCP-LISTEN:${TARGET_PORTS.source},fork,reuseaddr OPEN:/dev/zero 2>/dev/null`,
     ].join(' ')], Object.values(TARGET_PORTS));
@@ -308,14 +325,18 @@ async function main(): Promise<void> {
     const of = (path: Path, figure: keyof Figures) => median(results.get(path.name)!.map((f) => f[figure]));
     const ratio = (figure: keyof Figures) => median(results.get(relay.name)!.map((f, round) => f[figure] / results.get(socat.name)![round][figure]));
     console.log(`\nRDP relay vs socat: ${ROUNDS} rounds, paths take turns; each round ${BULK_MIB} MiB down (from /dev/zero) and up (to a sink), ` +
-      `${ROUND_TRIPS} ${MESSAGE_BYTES}-byte echo round trips and ${SETUPS} connection setups (connect + PDU + first echoed byte) in ${LATENCY_BLOCKS} alternating blocks; medians over rounds, ratios the median of per-round ratios`);
+      `${ROUND_TRIPS} ${MESSAGE_BYTES}-byte echo round trips, as many bursts of ${BURST_MESSAGES} such messages, ${SETUPS} connection setups (connect + PDU + first echoed byte) in ${LATENCY_BLOCKS} alternating blocks; medians over rounds, ratios the median of per-round ratios`);
+    const stalls = (path: Path) => results.get(path.name)!.reduce((sum, f) => sum + f.burstStalls, 0);
     for (const path of paths) {
       console.log(`${path.name.padEnd(28)} download ${of(path, 'downloadMiBps').toFixed(0).padStart(6)} MiB/s   upload ${of(path, 'uploadMiBps').toFixed(0).padStart(6)} MiB/s   ` +
-        `round trip p50 ${(of(path, 'rttP50Us') / 1000).toFixed(3)} ms  p99 ${(of(path, 'rttP99Us') / 1000).toFixed(3)} ms   setup p50 ${(of(path, 'setupP50Us') / 1000).toFixed(3)} ms`);
+        `round trip p50 ${(of(path, 'rttP50Us') / 1000).toFixed(3)} ms  p99 ${(of(path, 'rttP99Us') / 1000).toFixed(3)} ms   ` +
+        `burst p50 ${(of(path, 'burstP50Us') / 1000).toFixed(3)} ms  p99 ${(of(path, 'burstP99Us') / 1000).toFixed(3)} ms   ` +
+        `bursts over ${STALL_US / 1000} ms ${String(stalls(path)).padStart(3)} of ${ROUNDS * LATENCY_BLOCKS * Math.ceil(ROUND_TRIPS / LATENCY_BLOCKS)}   setup p50 ${(of(path, 'setupP50Us') / 1000).toFixed(3)} ms`);
     }
     const lines: Array<[string, keyof Figures, boolean]> = [
       ['download throughput', 'downloadMiBps', true], ['upload throughput', 'uploadMiBps', true],
-      ['round trip p50', 'rttP50Us', false], ['round trip p99', 'rttP99Us', false], ['connection setup p50', 'setupP50Us', false],
+      ['round trip p50', 'rttP50Us', false], ['round trip p99', 'rttP99Us', false],
+      ['burst round trip p50', 'burstP50Us', false], ['burst round trip p99', 'burstP99Us', false], ['connection setup p50', 'setupP50Us', false],
     ];
     for (const [label, figure, higherIsBetter] of lines) {
       const r = ratio(figure);
