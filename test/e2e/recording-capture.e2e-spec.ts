@@ -56,7 +56,7 @@ describe.each(['file', 's3'] as const)('session recording capture through the ga
     const stream = await openStream(base, workspace.workspace_id, ownerJwt);
     await stream.rfb.captureFrame({ timeoutMs: 15_000 });
     for (const [i, colour] of colours.entries()) {
-      stream.rfb.pointerEvent(100 + i, 120);
+      stream.rfb.sendPointerEvent(100 + i, 120);
       await api.call('exec_command_workspace', admin, { workspace_id: workspace.workspace_id, exec_config: { cmd: `DISPLAY=:1 xsetroot -solid '${colour}'` }, wait: true });
       await stream.rfb.update({ incremental: false, timeoutMs: 5000 });
     }

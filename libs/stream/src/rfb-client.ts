@@ -332,16 +332,6 @@ export class RfbClient {
     this.stream.write(buf);
   }
 
-  /** Sends a PointerEvent: the pointer at (x, y) with `buttons` pressed (a bit per button, 0: none). */
-  pointerEvent(x: number, y: number, buttons = 0): void {
-    const msg = Buffer.alloc(6);
-    msg[0] = 5;
-    msg[1] = buttons;
-    msg.writeUInt16BE(x, 2);
-    msg.writeUInt16BE(y, 4);
-    this.write(msg);
-  }
-
   private requestUpdate(incremental: boolean): void {
     const msg = Buffer.alloc(10);
     msg[0] = 3;
