@@ -11,7 +11,7 @@ import { GroupsService } from '@ws/groups';
 import { ImagesService } from '@ws/images';
 import { TestApi, TestKey, waitFor } from './harness';
 import { launchChromium, startBrowserSuiteApi } from './browser';
-import { registerLocalServer, waitForRunningWorkspace } from './fixtures';
+import { registerLocalServer, waitForRemovedWorkspace, waitForRunningWorkspace } from './fixtures';
 
 const ROOT = join(__dirname, '..', '..');
 const RESULTS = join(ROOT, 'test-results');
@@ -77,7 +77,7 @@ describe('browser client (noVNC in chromium against a live api and workspace)', 
     if (api && workspaceId) {
       // Let the destroy job finish before the worker stops (a worker closed mid-job is not what we test here).
       await api.call('destroy_workspace', key, { workspace_id: workspaceId, user_id: ownerId });
-      await waitFor(`workspace ${workspaceId} removed`, async () => ((await api.call('get_workspace_status', key, { workspace_id: workspaceId, user_id: ownerId })).status === 400 ? true : undefined), 60_000, 200)
+      await waitForRemovedWorkspace(api, key, workspaceId, ownerId)
         .catch((err: Error) => console.warn(err.message));
     }
     await api?.close();

@@ -45,6 +45,11 @@ export function waitForRunningWorkspace(api: TestApi, key: TestKey, workspaceId:
   }, 120_000, intervalMs);
 }
 
+/** Polls get_workspace_status until the workspace is gone (400: its id names no live workspace). */
+export function waitForRemovedWorkspace(api: TestApi, key: TestKey, workspaceId: string, userId: string, intervalMs = 200): Promise<true> {
+  return waitFor(`workspace ${workspaceId} removed`, async () => ((await api.call('get_workspace_status', key, { workspace_id: workspaceId, user_id: userId })).status === 400 ? true : undefined), 60_000, intervalMs);
+}
+
 /**
  * The browser client's connect call (POST /api/client/connect) on `app` (an api or a replica): answers the stream
  * cookie it sets, `ws_stream=<jwt>`, which a browser then sends with the stream and file routes.

@@ -17,7 +17,7 @@ import { waitForRfb } from '@ws/agent/rfb';
 import { randomSecret } from '@ws/common';
 import { ServerImagesService } from '@ws/images';
 import { launchChromium, startBrowserSuiteApi } from './browser';
-import { closeStream, openStream, registerLocalServer, streamCookie, waitForRunningWorkspace } from './fixtures';
+import { closeStream, openStream, registerLocalServer, streamCookie, waitForRemovedWorkspace, waitForRunningWorkspace } from './fixtures';
 import { desktopImage, freePort, TestApi, TestKey, testServersImage, TIMESTAMP, waitFor } from './harness';
 
 const CREDENTIALS_KEY = 'e2e-server-sessions-key-0123456789abcdef';
@@ -141,7 +141,7 @@ describe('server sessions on real servers', () => {
 
   async function destroy(workspaceId: string): Promise<void> {
     await api.call('destroy_workspace', key, { workspace_id: workspaceId, user_id: userId });
-    await waitFor(`workspace ${workspaceId} removed`, async () => ((await api.call('get_workspace_status', key, { workspace_id: workspaceId, user_id: userId })).status === 400 ? true : undefined), 60_000, 200);
+    await waitForRemovedWorkspace(api, key, workspaceId, userId);
   }
 
   /** Opens the workspace's link in Chromium and waits until the canvas shows `rgb` over at least `share` of it. */
