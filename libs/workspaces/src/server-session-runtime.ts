@@ -10,8 +10,9 @@ import { checkVncServer } from '@ws/stream/vnc-server-check';
 import { Workspace, WorkspaceServerConnection } from './workspace.entity';
 import { WorkspaceServerSessions } from './workspace-server-sessions.service';
 
-/** Where the bridge image reads its connection (images/desktop: workspace-bridge, workspace-rdp-relay). */
-export const BRIDGE_CONNECTION_DIR = '/etc/workspace-bridge';
+/** The bridge image reads its connection from /etc/workspace-bridge/connection (images/bridge: workspace-bridge, workspace-rdp-relay). */
+const BRIDGE_CONNECTION_PARENT = '/etc';
+const BRIDGE_CONNECTION_DIR = 'workspace-bridge';
 /** One line the bridge rewrites: `connecting`, `connected` or `failed <message>`. */
 const BRIDGE_STATUS_FILE = '/tmp/workspace-bridge/status';
 /** The relay's port inside its container (published like a workspace's VNC port). */
@@ -69,18 +70,19 @@ export class ServerSessionRuntime {
 
   /** Writes the connection file into the created, not yet started container (Docker archive API). */
   async writeConnection(host: DockerHost, containerId: string, workspace: Workspace, connection: WorkspaceServerConnection): Promise<void> {
+    const relay = connection.mode === 'relay';
     const lines = [
-      `PROTOCOL=${connection.mode === 'relay' ? 'relay' : connection.protocol}`, `HOST=${connection.host}`, `PORT=${connection.port}`,
-      `USERNAME_B64=${b64(connection.username)}`, `PASSWORD_B64=${b64(connection.mode === 'relay' ? '' : this.sessions.passwordOf(workspace))}`,
+      `PROTOCOL=${relay ? 'relay' : connection.protocol}`, `HOST=${connection.host}`, `PORT=${connection.port}`,
+      `USERNAME_B64=${b64(connection.username)}`, `PASSWORD_B64=${b64(relay ? '' : this.sessions.passwordOf(workspace))}`,
       `DOMAIN_B64=${b64(connection.domain)}`,
-      ...(connection.mode === 'relay' ? [`RELAY_SECRET_B64=${b64(this.sessions.relaySecretOf(workspace))}`, `RELAY_PORT=${RELAY_CONTAINER_PORT}`] : []),
+      ...(relay ? [`RELAY_SECRET_B64=${b64(this.sessions.relaySecretOf(workspace))}`, `RELAY_PORT=${RELAY_CONTAINER_PORT}`] : []),
     ];
     const pack = tar.pack();
     const mtime = new Date();
-    pack.entry({ name: 'workspace-bridge', type: 'directory', mode: 0o755, uid: 0, gid: 0, mtime });
-    pack.entry({ name: 'workspace-bridge/connection', type: 'file', mode: 0o400, uid: BRIDGE_UID, gid: BRIDGE_UID, mtime }, `${lines.join('\n')}\n`);
+    pack.entry({ name: BRIDGE_CONNECTION_DIR, type: 'directory', mode: 0o755, uid: 0, gid: 0, mtime });
+    pack.entry({ name: `${BRIDGE_CONNECTION_DIR}/connection`, type: 'file', mode: 0o400, uid: BRIDGE_UID, gid: BRIDGE_UID, mtime }, `${lines.join('\n')}\n`);
     pack.finalize();
-    await host.putArchive(containerId, BRIDGE_CONNECTION_DIR.slice(0, BRIDGE_CONNECTION_DIR.lastIndexOf('/')) || '/', Readable.from(pack), CONNECT_TIMEOUT_MS);
+    await host.putArchive(containerId, BRIDGE_CONNECTION_PARENT, Readable.from(pack), CONNECT_TIMEOUT_MS);
   }
 
   /**

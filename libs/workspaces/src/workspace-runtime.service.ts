@@ -96,17 +96,27 @@ export class WorkspaceRuntime {
       // or relay holds the server's connection file, which a command as root could read.
       else if (!connection) await runStartCommands({ hosts: this.hosts, workspaces: this.workspaces }, workspace);
     } catch (err) {
-      if (attempt.signal?.aborted) throw err; // handed back: the next run decides, not this one
       const permanent = err instanceof PermanentFailure || (!isTransientDockerError(err) && !(err instanceof ProfileStoreError));
-      const message = (err as Error).message;
-      if (permanent || attempt.final) {
-        await this.fail(workspace, message);
-        await host.remove(containerNameFor(workspace.id)).catch(() => undefined);
-        throw new PermanentFailure(message);
-      }
-      await this.progress(workspace, workspace.operationalProgress, `Retrying after: ${message}`);
-      throw err;
+      return this.afterFailedAttempt(workspace, err, attempt, permanent, () => host.remove(containerNameFor(workspace.id)));
     }
+  }
+
+  /**
+   * A provision attempt that threw: handed back at shutdown (rethrown; the next run decides), failed for good (the
+   * workspace fails with the message, `cleanup` removes what was made), or left to the job's retry (message shown).
+   */
+  private async afterFailedAttempt(
+    workspace: Workspace, err: unknown, attempt: { final: boolean; signal?: AbortSignal }, permanent: boolean, cleanup?: () => Promise<unknown>,
+  ): Promise<never> {
+    if (attempt.signal?.aborted) throw err;
+    const message = (err as Error).message;
+    if (permanent || attempt.final) {
+      await this.fail(workspace, message);
+      await cleanup?.().catch(() => undefined);
+      throw new PermanentFailure(message);
+    }
+    await this.progress(workspace, workspace.operationalProgress, `Retrying after: ${message}`);
+    throw err;
   }
 
   /** The container of a container image's workspace (its request environment, egress, network and settings). */
@@ -128,14 +138,7 @@ export class WorkspaceRuntime {
       attempt.signal?.throwIfAborted();
       await this.lifecycle.running(workspace.id, { containerId: null, containerIp: null, hostPorts: {} });
     } catch (err) {
-      if (attempt.signal?.aborted) throw err;
-      const message = (err as Error).message;
-      if (err instanceof PermanentFailure || attempt.final) {
-        await this.fail(workspace, message);
-        throw new PermanentFailure(message);
-      }
-      await this.progress(workspace, workspace.operationalProgress, `Retrying after: ${message}`);
-      throw err;
+      return this.afterFailedAttempt(workspace, err, attempt, err instanceof PermanentFailure);
     }
   }
 
