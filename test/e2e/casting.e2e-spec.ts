@@ -336,10 +336,107 @@ describe('cast launch', () => {
     expect(notResumed.body.workspace_id).not.toBe(toWireId(running.id));
   });
 
+  it('an anonymous visitor\'s session_jwt is no login: refused where a login is needed, and it solves no captcha (issue 19, hole 4)', async () => {
+    const first = await launch({ key: (await link()).key });
+    expect(first.status).toBe(200);
+    const anonymousJwt = first.body.session_jwt as string;
+    const loginOnly = await link({ allow_anonymous: false });
+    const refused = await launch({ key: loginOnly.key, session_jwt: anonymousJwt });
+    expect(refused.status).toBe(401);
+    expect(refused.body.reason).toBe('login_required');
+    const [{ count }] = await db.query('SELECT count(*)::int AS count FROM workspaces WHERE user_id = $1', [parseId(first.body.user_id)]);
+    expect(count).toBe(1);
+
+    await api.app.get(SettingsService).set('recaptcha_private_key', 'the-private-key');
+    const captcha = await link({ require_recaptcha: true });
+    const skipped = await launch({ key: captcha.key, session_jwt: anonymousJwt });
+    expect(skipped.status).toBe(403);
+    expect(skipped.body.reason).toBe('captcha_required');
+    // Positive control: the visit with the captcha solved is an anonymous one of its own, not the earlier visitor's.
+    const solved = await launch({ key: captcha.key, session_jwt: anonymousJwt, recaptcha_token: 'solved' });
+    expect(solved.status).toBe(200);
+    expect(solved.body.user_id).not.toBe(first.body.user_id);
+    // A login still opens the login-only link.
+    const person = await loggedIn('cast-real-login');
+    expect((await launch({ key: loginOnly.key, session_jwt: person.jwt })).body.user_id).toBe(person.userId);
+  });
+
+  it('a view-only sharing token or a workspace\'s own link is no login (issue 19, hole 5)', async () => {
+    const owner = await loggedIn('cast-share-owner');
+    const shared = await insertWorkspaceRow(db, parseId(owner.userId) as string);
+    await db.query('UPDATE workspaces SET sharing_enabled = true WHERE id = $1', [shared.id]);
+    const loginOnly = await link({ allow_anonymous: false });
+    const joiner = await loggedIn('cast-joiner');
+    for (const body of [{ share_id: shared.shareId }, { share_id: shared.shareId, user_id: joiner.userId }]) {
+      const joined = await api.call('join_workspace', admin, body);
+      expect(joined.status).toBe(200);
+      const res = await launch({ key: loginOnly.key, session_jwt: joined.body.session_token });
+      expect(res.status).toBe(401);
+      expect(res.body.reason).toBe('login_required');
+      const [{ count }] = await db.query('SELECT count(*)::int AS count FROM workspaces WHERE user_id = $1', [parseId(joined.body.user_id)]);
+      expect(count).toBe(0);
+    }
+    // The owner's link to one workspace grants that workspace, not a login elsewhere.
+    const own = await launch({ key: loginOnly.key, session_jwt: owner.jwt });
+    expect(own.status).toBe(200);
+    const again = await launch({ key: loginOnly.key, session_jwt: own.body.session_jwt });
+    expect(again.status).toBe(401);
+    expect(again.body.reason).toBe('login_required');
+  });
+
+  it('a refused launch never removes a visitor who existed before it, nor takes their workspace (issue 19, hole 1)', async () => {
+    const first = await launch({ key: (await link()).key });
+    expect(first.status).toBe(200);
+    const disabled = await api.app.get(ImagesService).upsert({ name: 'example/desktop:1', friendlyName: 'Disabled for the refusal', portMap: { vnc: '5900/tcp' } });
+    await db.query('UPDATE images SET enabled = false WHERE id = $1', [disabled.id]);
+    const [{ count: usersBefore }] = await db.query('SELECT count(*)::int AS count FROM users');
+    const refused = await launch({ key: (await link({ image_id: toWireId(disabled.id) })).key, session_jwt: first.body.session_jwt });
+    expect(refused.status).toBe(400);
+    const [row] = await db.query('SELECT user_id FROM workspaces WHERE id = $1', [parseId(first.body.workspace_id)]);
+    expect(row.user_id).toBe(parseId(first.body.user_id));
+    // The anonymous user made for the refused visit went; the earlier visitor stayed.
+    const [{ count: usersAfter }] = await db.query('SELECT count(*)::int AS count FROM users');
+    expect(usersAfter).toBe(usersBefore);
+    expect((await api.call('get_user', admin, { target_user: { user_id: first.body.user_id } })).status).toBe(200);
+  });
+
   it('the browser-route guard applies: a cross-site post is refused', async () => {
     const { key } = await link();
     const res = await launch({ key }, { origin: 'https://evil.test' });
     expect(res.status).toBe(403);
+  });
+});
+
+/** The link key is the credential: unknown keys count as failed logins of the address, on info and launch (issue 19). */
+describe('cast link enumeration', () => {
+  const LIMIT = 5;
+  let api: TestApi;
+  let admin: TestKey;
+
+  beforeAll(async () => {
+    api = await TestApi.start({ AUTH_FAILURES_PER_ADDRESS: LIMIT, AUTH_FAILURE_WINDOW_SECONDS: 600, AUTH_BLOCK_SECONDS: 600 });
+    admin = await api.key(['Global Admin']);
+  });
+  afterAll(async () => api?.close());
+
+  it('answers 429 with Retry-After once an address guessed too many keys, known ones included; a known key costs nothing', async () => {
+    const image = await api.app.get(ImagesService).upsert({ name: 'example/desktop:1', friendlyName: 'Enumerated desktop', portMap: { vnc: '5900/tcp' } });
+    const created = await api.call('create_cast_config', admin, { target_cast_config: { casting_config_name: 'Known', image_id: toWireId(image.id), key: 'k1', allow_anonymous: true } });
+    expect(created.status).toBe(200);
+    const info = (key: string) => request(api.app.getHttpServer()).get(`/api/client/cast/${encodeURIComponent(key)}/info`);
+    // Known keys are not failures: many lookups of one stay 200.
+    for (let i = 0; i < LIMIT + 2; i++) expect((await info('k1')).status).toBe(200);
+    const guesses = [];
+    for (let i = 0; i < LIMIT - 1; i++) guesses.push((await info(`k${i + 2}`)).status);
+    guesses.push((await request(api.app.getHttpServer()).post('/api/client/cast').set('content-type', 'application/json').send({ key: 'k99' })).status);
+    expect(guesses).toEqual([404, 404, 404, 404, 404]);
+    const blocked = await info('k7');
+    expect(blocked.status).toBe(429);
+    expect(Number(blocked.headers['retry-after'])).toBeGreaterThan(0);
+    expect(blocked.body.error_message).toEqual(expect.any(String));
+    // The address is blocked: even the known key gets nothing more for now, and neither does a launch.
+    expect((await info('k1')).status).toBe(429);
+    expect((await request(api.app.getHttpServer()).post('/api/client/cast').set('content-type', 'application/json').send({ key: 'k1' })).status).toBe(429);
   });
 });
 
@@ -400,6 +497,40 @@ describe('cast launch on a real Docker engine', () => {
     expect(connect.status).toBe(200);
     expect(connect.body).toMatchObject({ workspace_id: first.body.workspace_id, user_id: userId, view_only: false, operational_status: 'running' });
     expect((await api.call('get_cast_config', admin, { cast_config_id: config.cast_config_id })).body.cast_config.session_remaining).toBe(4);
+  });
+
+  it('an anonymous visitor\'s staged desktop stays theirs after a refused second visit, and never reaches the next user (issue 19, hole 1)', async () => {
+    const readyStaged = () => db.query(`SELECT id, container_id FROM workspaces WHERE staging_config_id IS NOT NULL AND user_id IS NULL AND status = 'running'`) as Promise<Array<{ id: string; container_id: string }>>;
+    await waitFor('a ready staged desktop', async () => ((await readyStaged()).length === 1 ? true : undefined), 240_000, 250);
+    const cast = (body: Record<string, unknown>) => request(api.app.getHttpServer()).post('/api/client/cast').set('content-type', 'application/json').send(body);
+    await api.call('create_cast_config', admin, { target_cast_config: { casting_config_name: 'Open', image_id: imageId, key: 'open-kiosk', allow_anonymous: true } });
+    const visit = await cast({ key: 'open-kiosk' });
+    expect(visit.status).toBe(200);
+    const [planted] = await db.query('SELECT id, container_id, staging_config_id FROM workspaces WHERE id = $1', [parseId(visit.body.workspace_id)]);
+    expect(planted.staging_config_id).not.toBeNull();
+    const marker = `/tmp/planted-${randomSecret(4)}`;
+    expect((await localDocker().exec(planted.container_id, { cmd: `echo secret > ${marker}` })).exitCode).toBe(0);
+
+    // The same visitor opens a link that the pipeline refuses (its image is disabled).
+    const disabled = await api.app.get(ImagesService).upsert({ name: desktopImage(), friendlyName: 'Disabled cast image', portMap: { vnc: '5900/tcp' } });
+    await db.query('UPDATE images SET enabled = false WHERE id = $1', [disabled.id]);
+    await api.call('create_cast_config', admin, { target_cast_config: { casting_config_name: 'Refusing', image_id: toWireId(disabled.id), key: 'refusing', allow_anonymous: true } });
+    expect((await cast({ key: 'refusing', session_jwt: visit.body.session_jwt })).status).toBe(400);
+    const [after] = await db.query('SELECT user_id, status FROM workspaces WHERE id = $1', [planted.id]);
+    expect(after).toEqual({ user_id: parseId(visit.body.user_id), status: 'running' });
+
+    // The pool refills with a new desktop; the next user gets that one, without the planted file.
+    await waitFor('the pool refilled', async () => ((await readyStaged()).length === 1 ? true : undefined), 240_000, 250);
+    expect((await readyStaged()).map((w) => w.id)).not.toContain(planted.id);
+    const next = await api.call('create_user', admin, { target_user: { username: 'after-the-visitor' } });
+    const requested = await api.call('request_workspace', admin, { user_id: next.body.user.user_id, image_id: imageId });
+    expect(requested.status).toBe(200);
+    expect(parseId(requested.body.workspace_id)).not.toBe(planted.id);
+    const handed = await waitFor('the next desktop has a container', async () => {
+      const [r] = await db.query('SELECT container_id FROM workspaces WHERE id = $1', [parseId(requested.body.workspace_id)]);
+      return (r.container_id as string | null) ?? undefined;
+    }, 240_000, 250);
+    expect((await localDocker().exec(handed, { cmd: `test -e ${marker}` })).exitCode).not.toBe(0);
   });
 
   it('a container_network the image allows: a fresh desktop (not the staged one) running on that Docker network', async () => {

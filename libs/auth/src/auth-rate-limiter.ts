@@ -168,9 +168,12 @@ export class AuthRateLimiter {
     if (ms > 0) throw rateLimited(ms);
   }
 
-  /** After a failure: a 401 is counted and answered as 429 once over the limit; any other error is left as it is. */
+  /**
+   * After a failure: a 401 (or a credential that matched nothing, such as an unknown cast link) is counted and
+   * answered as 429 once over the limit; any other error is left as it is.
+   */
   async failed(error: unknown, attempt: AuthAttempt): Promise<unknown> {
-    if (!(error instanceof ApiError) || error.code !== ErrorCode.Unauthenticated) return error;
+    if (!(error instanceof ApiError) || (error.code !== ErrorCode.Unauthenticated && !error.failedCredential)) return error;
     const ms = await this.limiter.recordFailure(attempt);
     return ms > 0 ? rateLimited(ms) : error;
   }

@@ -35,7 +35,10 @@ const REFUSAL_CODES: Record<CastRefusal, ErrorCode> = {
 
 /** A refused visit: `{error_message, error_url, reason}`, with the status of the reason's code. */
 export function castRefused(reason: CastRefusal, message: string, errorUrl: string | null, retryAfterSeconds?: number): ApiError {
-  return new ApiError(REFUSAL_CODES[reason], message, { error_url: errorUrl, reason }, retryAfterSeconds === undefined ? {} : { retryAfterSeconds });
+  // The link's key is its credential: a key that names no link counts as a failed authentication of the address.
+  return new ApiError(REFUSAL_CODES[reason], message, { error_url: errorUrl, reason }, {
+    ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }), failedCredential: reason === 'unknown_link',
+  });
 }
 
 /** Who is visiting, as the request edge saw it. */
@@ -101,8 +104,12 @@ export class CastLaunch {
     });
     if (config.validUntil && config.validUntil.getTime() <= Date.now()) throw refuse('expired', 'This link has expired');
     if (!referrerAllowed(config.allowedReferrers, body.referrer ?? visitor.referer)) throw refuse('referrer', 'This link may not be opened from this page');
-    const loggedIn = body.session_jwt ? await this.loggedInUser(body.session_jwt) : null;
-    if (body.session_jwt && !loggedIn) throw refuse('login_required', 'Your login session is not valid any more; log in again');
+    const session = body.session_jwt ? await this.loginOf(body.session_jwt) : null;
+    if (session === 'invalid') throw refuse('login_required', 'Your login session is not valid any more; log in again');
+    // A workspace's or a sharing link's token (or an anonymous visitor's) grants that workspace only: on a link
+    // that needs a login it is refused; on one open to anyone, the visit is anonymous (captcha and all).
+    if (session === 'not_a_login' && !config.allowAnonymous) throw refuse('login_required', 'A workspace or sharing link is not a login; log in to open this link');
+    const loggedIn = typeof session === 'object' ? session : null;
     if (!loggedIn && !config.allowAnonymous) throw refuse('login_required', 'Log in to open this link');
     if (this.needsCaptcha(config) && !loggedIn) await this.verifyCaptcha(body.recaptcha_token, visitor.address, refuse);
     if (body.container_network !== undefined) this.checkNetwork(config, body.container_network, refuse);
@@ -112,7 +119,9 @@ export class CastLaunch {
     }
     if (config.limitIps) await this.countAddress(config, visitor.address, refuse);
     if (config.limitSessions && !(await this.takeSession(config.id))) throw refuse('session_limit', 'This link has no sessions left');
-    const user = loggedIn ?? (await this.anonymousUser(config));
+    // Only a user made for this visit may be removed when the launch fails; a logged-in person is never.
+    const madeForVisit = loggedIn ? null : await this.anonymousUser(config);
+    const user = loggedIn ?? (madeForVisit as User);
     try {
       const answer = await this.launcher.request({
         user_id: toWireId(user.id), image_id: toWireId(config.imageId), enable_sharing: config.enableSharing,
@@ -125,7 +134,7 @@ export class CastLaunch {
     } catch (err) {
       // No session came of it: the count goes back, and a visitor's user made for it goes.
       if (config.limitSessions) await this.returnSession(config.id);
-      if (user.anonymous) await this.db.getRepository(User).delete({ id: user.id }).catch(() => undefined);
+      if (madeForVisit) await this.db.getRepository(User).delete({ id: madeForVisit.id }).catch(() => undefined);
       if (err instanceof ApiError && err.code === ErrorCode.NoCapacity) throw refuse('no_capacity', err.message, err.retryAfterSeconds);
       // The license's session limit (409) still sends the visitor to the link's error_url.
       if (err instanceof ApiError && err.code === ErrorCode.Conflict) throw withErrorUrl(err, config.errorUrl, 'session_limit_reached');
@@ -152,11 +161,18 @@ export class CastLaunch {
     }
   }
 
-  private async loggedInUser(jwt: string): Promise<User | null> {
+  /**
+   * Who a session_jwt logs in: a login is a session of a real user that was minted for no one workspace (a login
+   * link, create_session_token). A workspace's link, a view-only sharing link and an anonymous visitor's token are
+   * live but 'not_a_login'; a forged, expired or revoked one, or a locked or disabled user's, is 'invalid'.
+   */
+  private async loginOf(jwt: string): Promise<User | 'invalid' | 'not_a_login'> {
     const verified = await this.tokens.verify(jwt);
-    if (!verified) return null;
+    if (!verified) return 'invalid';
     const user = await this.users.find(toWireId(verified.token.userId)).catch(() => null);
-    return user && !user.locked && !user.disabled ? user : null;
+    if (!user || user.locked || user.disabled) return 'invalid';
+    if (user.anonymous || verified.claims.view_only === true || verified.claims.workspace_id !== undefined) return 'not_a_login';
+    return user;
   }
 
   private async verifyCaptcha(token: string | undefined, address: string, refuse: (r: CastRefusal, m: string) => ApiError): Promise<void> {

@@ -66,10 +66,16 @@ export function httpStatusFor(code: ErrorCode): number {
 export interface ApiErrorOptions {
   /** Sent as the Retry-After header (whole seconds): when a 429 or 503 may be retried. */
   retryAfterSeconds?: number;
+  /**
+   * A guessed credential that matched nothing (an unknown cast link key): counted against the source address
+   * like a failed authentication, whatever the status, so keys cannot be enumerated quickly.
+   */
+  failedCredential?: boolean;
 }
 
 export class ApiError extends Error {
   readonly retryAfterSeconds?: number;
+  readonly failedCredential: boolean;
 
   constructor(
     readonly code: ErrorCode,
@@ -80,6 +86,7 @@ export class ApiError extends Error {
   ) {
     super(message);
     this.name = 'ApiError';
+    this.failedCredential = options.failedCredential ?? false;
     if (options.retryAfterSeconds !== undefined) this.retryAfterSeconds = Math.max(1, Math.ceil(options.retryAfterSeconds));
   }
 

@@ -14,6 +14,9 @@ export class ClientCastController {
 
   @Get(':key/info')
   @PublicRoute()
+  // A key that names no link counts as a failed login of the address (429 past AUTH_FAILURES_PER_ADDRESS), here and
+  // at the launch: short keys cannot be enumerated quickly.
+  @UseInterceptors(LimitFailedAuth)
   info(@Param('key') key: string) {
     if (!CAST_KEY.test(key)) throw castRefused('unknown_link', 'This link does not exist', null);
     return this.casts.info(key);
