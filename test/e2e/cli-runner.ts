@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { closeContext } from '../../apps/cli/src/context';
 import { buildProgram } from '../../apps/cli/src/program';
 import type { TestApi } from './harness';
@@ -12,6 +13,17 @@ export async function runCli(...args: string[]): Promise<string> {
     spy.mockRestore();
   }
   return lines.join('\n');
+}
+
+/** runCli with `input` as its stdin (what an operator pipes into --password-stdin or --secret-stdin). */
+export async function runCliWithStdin(input: string, ...args: string[]): Promise<string> {
+  const original = Object.getOwnPropertyDescriptor(process, 'stdin') as PropertyDescriptor;
+  Object.defineProperty(process, 'stdin', { value: Readable.from([Buffer.from(input)]), configurable: true });
+  try {
+    return await runCli(...args);
+  } finally {
+    Object.defineProperty(process, 'stdin', original);
+  }
 }
 
 /**

@@ -8,7 +8,7 @@ import { DataSource } from 'typeorm';
 import { closure, Permission } from '@ws/auth';
 import { newId, parseId, toWireId } from '@ws/common';
 import { EgressCatalog, EgressConnections, EgressCredential, EgressGateway, EgressProvider } from '@ws/egress';
-import { runCli as cli, useApiForCli } from './cli-runner';
+import { runCli as cli, runCliWithStdin as cliWithStdin, useApiForCli } from './cli-runner';
 import { HEX32, TestApi, TestKey } from './harness';
 
 const BASE: Permission[] = ['Egress Credentials Create', 'Egress Credentials Modify', 'Egress Credentials Delete', 'Egress Providers Modify'];
@@ -478,14 +478,17 @@ describe('egress credentials', () => {
       expect(gateway).toEqual({ egress_gateway_id: expect.stringMatching(HEX32), name: 'cli-gw', egress_provider: 'cli-vpn', endpoint: 'vpn.example.com:443', config: { proto: 'tcp' } });
       expect(JSON.parse(await cli('egress', 'gateway', 'list', '--provider', 'cli-vpn', '--json'))).toEqual([gateway]);
 
-      const credential = JSON.parse(await cli(
-        'egress', 'credential', 'add', '--provider', 'cli-vpn', '--name', 'cli cred', '--group', 'egress-team', '--username', 'carol', '--password', 's3cret', '--gateway', 'cli-gw', '--limit', '2', '--json',
+      // Secrets only from stdin (issue 19): a flag would show in ps and the shell's history.
+      await expect(cli('egress', 'credential', 'add', '--provider', 'cli-vpn', '--name', 'flag', '--group', 'egress-team', '--username', 'carol', '--password', 's3cret', '--all-gateways'))
+        .rejects.toThrow(/unknown option '--password'/);
+      const credential = JSON.parse(await cliWithStdin(
+        's3cret\n', 'egress', 'credential', 'add', '--provider', 'cli-vpn', '--name', 'cli cred', '--group', 'egress-team', '--username', 'carol', '--secret-stdin', '--gateway', 'cli-gw', '--limit', '2', '--json',
       ));
       expect(credential).toEqual(expect.objectContaining({
         name: 'cli cred', group_id: ids.group, username: 'carol', password: MASK, allow_all_gateways: false, limit_active_connections: true, active_connection_limit: 2,
         egress_gateways: [{ name: 'cli-gw', egress_gateway_id: gateway.egress_gateway_id }],
       }));
-      await expect(cli('egress', 'credential', 'add', '--provider', 'cli-vpn', '--name', 'x', '--username', 'u', '--password', 'p', '--all-gateways')).rejects.toThrow(/exactly one of --user, --group, --image/);
+      await expect(cliWithStdin('p', 'egress', 'credential', 'add', '--provider', 'cli-vpn', '--name', 'x', '--username', 'u', '--secret-stdin', '--all-gateways')).rejects.toThrow(/exactly one of --user, --group, --image/);
       await expect(cli('egress', 'credential', 'add', '--provider', 'cli-vpn', '--name', 'x', '--user', 'egress-user', '--username', 'u', '--all-gateways')).rejects.toThrow(/password is required/);
 
       const listed = JSON.parse(await cli('egress', 'credential', 'list', '--json')).find((c: { egress_credential_id: string }) => c.egress_credential_id === credential.egress_credential_id);

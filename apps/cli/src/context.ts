@@ -45,3 +45,10 @@ export function bytes(value: string): number {
   const scale = unit ? 1024 ** ('KMGT'.indexOf(unit) + 1) : 1;
   return Math.round(Number(match[1]) * scale);
 }
+
+/** The whole of stdin without its final line break: a secret piped in or typed, never a command-line argument (ps, shell history). */
+export async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+}

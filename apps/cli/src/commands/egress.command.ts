@@ -2,9 +2,9 @@ import { Command } from 'commander';
 import type { Caller } from '@ws/auth';
 import { toWireId } from '@ws/common';
 import {
-  EGRESS_PROVIDER_TYPES, EgressCatalog, EgressCredentialChanges, EgressCredentials, EgressGateway, toEgressCredentialResponse, toEgressProviderResponse,
+  EGRESS_PROVIDER_TYPES, EgressCatalog, EgressCredentialChanges, EgressCredentials, EgressGateway, REQUIRED_CREDENTIAL_FIELDS, toEgressCredentialResponse, toEgressProviderResponse,
 } from '@ws/egress';
-import { collect, int, print, service } from '../context';
+import { collect, int, print, readStdin, service } from '../context';
 
 /** The operator at the console holds every permission; the API's conditional checks are for API keys. */
 const OPERATOR: Caller = { apiKeyId: '', apiKey: 'cli', name: 'operator CLI', permissions: new Set(['Global Admin']), readOnly: false };
@@ -20,8 +20,7 @@ function jsonObject(value: string): Record<string, unknown> {
 }
 
 interface CredentialOptions {
-  provider: string; name: string; user?: string; group?: string; image?: string; username?: string; password?: string; vpnPrivateKey?: string;
-  meshKey?: string; customCredential?: string; allGateways?: boolean; gateway: string[]; limit?: number; disabled?: boolean; showSecrets?: boolean; json?: boolean;
+  provider: string; name: string; user?: string; group?: string; image?: string; username?: string; secretStdin?: boolean; allGateways?: boolean; gateway: string[]; limit?: number; disabled?: boolean; showSecrets?: boolean; json?: boolean;
 }
 
 /** Egress providers, their gateways, and credentials (attached to one user, group or image). */
@@ -75,10 +74,7 @@ export function registerEgressCommands(program: Command): void {
     .option('--group <group>', 'group name or id')
     .option('--image <image>', 'image friendly name or id')
     .option('--username <username>')
-    .option('--password <password>', `for ${EGRESS_PROVIDER_TYPES[0]}`)
-    .option('--vpn-private-key <key>', 'for key_pair_tunnel')
-    .option('--mesh-key <key>', 'for mesh_network')
-    .option('--custom-credential <secret>', 'for custom')
+    .option('--secret-stdin', 'read the secret from stdin: the password (username_password_vpn), VPN private key (key_pair_tunnel), mesh key (mesh_network) or custom credential (custom)')
     .option('--all-gateways', 'allow every gateway of the provider')
     .option('--gateway <gateway>', 'a gateway it may use (name or id; repeat)', collect, [])
     .option('--limit <n>', 'at most this many workspaces use it at once', int)
@@ -92,10 +88,13 @@ export function registerEgressCommands(program: Command): void {
       const providerRow = await catalog.findProvider(o.provider);
       const gatewayIds = await Promise.all(o.gateway.map(async (ref) => toWireId((await catalog.findGateway(ref, providerRow.id)).id)));
       const ownerId = toWireId(await catalog.ownerId(owners[0], o[owners[0]] as string));
+      // Secrets come from stdin only: a command-line argument shows in ps and the shell's history.
+      const secretField = REQUIRED_CREDENTIAL_FIELDS[providerRow.type].find((field) => field !== 'username');
+      const secret = o.secretStdin && secretField ? { [secretField]: await readStdin() } : {};
       const changes: EgressCredentialChanges = {
         egress_provider_id: toWireId(providerRow.id), name: o.name, enabled: !o.disabled, allow_all_gateways: o.allGateways ?? false,
         selected_gateways: gatewayIds, limit_active_connections: o.limit !== undefined, active_connection_limit: o.limit,
-        username: o.username, password: o.password, vpn_private_key: o.vpnPrivateKey, mesh_key: o.meshKey, custom_credential: o.customCredential,
+        username: o.username, ...secret,
         [`${owners[0]}_id`]: ownerId,
       };
       const view = await (await service(EgressCredentials)).upsert(OPERATOR, changes);

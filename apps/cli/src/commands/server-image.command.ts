@@ -1,17 +1,10 @@
 import { Command } from 'commander';
 import { ServerImagesService, toImageResponse } from '@ws/images';
-import { int, print, service } from '../context';
+import { int, print, readStdin, service } from '../context';
 
 interface ServerImageOptions {
   protocol: string; host: string; port?: number; username?: string; domain?: string; passwordStdin?: boolean; noPassword?: boolean;
   allowOverride?: string[]; rdpClient?: string; description?: string; thumbnail?: string; xRes?: number; yRes?: number; disabled?: boolean; json?: boolean;
-}
-
-/** The whole of stdin without its final line break (a password piped in or typed, never a command-line argument). */
-async function readStdin(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
 }
 
 /** `image add-server`: an image that reaches an existing RDP, VNC or SSH server (issue 14). */
