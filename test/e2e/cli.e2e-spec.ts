@@ -1,4 +1,7 @@
+import { DataSource } from 'typeorm';
+import { Image } from '@ws/images';
 import { runCli as cli, useApiForCli } from './cli-runner';
+import { insertWorkspaceRow } from './fixtures';
 import { TestApi, waitFor } from './harness';
 
 
@@ -61,5 +64,19 @@ describe('operator CLI', () => {
     await expect(cli('image', 'add', 'x', '--friendly-name', 'Bad', '--port', 'vnc=99999/tcp')).rejects.toThrow('Invalid port map entry');
     await cli('server', 'remove', 'docker-2');
     expect(await cli('server', 'list')).not.toContain('docker-2');
+  });
+
+  it('image remove: an unused image goes; one that workspaces used is disabled instead, with a clear message (issue 19)', async () => {
+    await cli('image', 'add', 'example/unused:1', '--friendly-name', 'Unused');
+    expect(await cli('image', 'remove', 'Unused')).toBe('removed image Unused');
+    const db = api.app.get(DataSource);
+    expect(await db.getRepository(Image).countBy({ friendlyName: 'Unused' })).toBe(0);
+
+    const user = await api.call('create_user', JSON.parse(await cli('api-key', 'create', '--name', 'users', '--permission', 'Global Admin', '--json')), { target_user: { username: 'image-history' } });
+    const used = await insertWorkspaceRow(db, user.body.user.user_id.replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5'), 'deleted');
+    const name = (await db.getRepository(Image).findOneByOrFail({ id: used.imageId })).friendlyName;
+    expect(await cli('image', 'remove', name)).toBe(`disabled image ${name} instead of removing it: workspaces used it, and their history refers to it`);
+    expect(await db.getRepository(Image).findOneByOrFail({ id: used.imageId })).toMatchObject({ enabled: false });
+    expect(await db.query('SELECT image_id FROM workspaces WHERE id = $1', [used.id])).toEqual([{ image_id: used.imageId }]);
   });
 });

@@ -1,10 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, Repository } from 'typeorm';
+import { DataSource, QueryFailedError, Repository } from 'typeorm';
 import { addressList, ApiError, AppConfig, ErrorCode, newId, parseId } from '@ws/common';
 import { findByRef } from '@ws/database/find-by-ref';
 import { ExecConfig, Image, ImageAttribute } from './image.entity';
 import { checkImageLaunchSettings, checkImagePermissions } from './image-settings';
+
+/** PostgreSQL: a row still refers to the one being deleted (workspaces keep their image, ON DELETE RESTRICT). */
+const FOREIGN_KEY_VIOLATION = '23503';
 
 export interface ImageDefinition {
   name: string;
@@ -128,9 +131,20 @@ export class ImagesService {
     });
   }
 
-  async remove(ref: string): Promise<void> {
+  /**
+   * Removes an image no workspace ever used. One that workspaces used (running or in their history, recordings
+   * included) is kept and disabled instead: those rows refer to it, and no new workspace starts from it.
+   */
+  async remove(ref: string): Promise<'removed' | 'disabled'> {
     const image = await this.findByRef(ref);
-    await this.images.delete({ id: image.id });
+    try {
+      await this.images.delete({ id: image.id });
+      return 'removed';
+    } catch (err) {
+      if (!(err instanceof QueryFailedError) || (err.driverError as { code?: string }).code !== FOREIGN_KEY_VIOLATION) throw err;
+      await this.images.update({ id: image.id }, { enabled: false });
+      return 'disabled';
+    }
   }
 }
 

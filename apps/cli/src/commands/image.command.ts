@@ -107,7 +107,7 @@ export function registerImageCommands(program: Command): void {
     print(rows.map((i) => { const r = toImageResponse(i); return o.json ? r : { image_id: r.image_id, friendly_name: r.friendly_name, name: r.name, cores: r.cores, memory: r.memory, enabled: r.enabled }; }), o.json ?? false);
   });
   image.command('remove <image>').description('by id or friendly name').action(async (ref: string) => {
-    await (await service(ImagesService)).remove(ref);
-    console.log(`removed image ${ref}`);
+    const outcome = await (await service(ImagesService)).remove(ref);
+    console.log(outcome === 'removed' ? `removed image ${ref}` : `disabled image ${ref} instead of removing it: workspaces used it, and their history refers to it`);
   });
 }
