@@ -14,9 +14,9 @@ import autocannon from 'autocannon';
 import type { QueryResultRow } from 'pg';
 import { DataSource } from 'typeorm';
 import { loadConfig, newId, randomSecret, sha256, toWireId } from '@ws/common';
-import { Group, UserGroup } from '@ws/groups/group.entity';
+import { Group, UserGroup } from '@ws/groups';
 import { UsersService } from '@ws/users';
-import { Workspace } from '@ws/workspaces/workspace.entity';
+import { Workspace } from '@ws/workspaces';
 import { benchDeployment, BenchSettings, freePort, registerLocalDesktop, treeCpuMs, until, withSetupApi } from './harness';
 import { median } from './stats';
 

@@ -15,7 +15,7 @@ import { connect, Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import Docker from 'dockerode';
 import * as tar from 'tar-stream';
-import { mintRelayCredential } from '../libs/workspaces/src/rdp-client-connection';
+import { mintRelayCredential } from '@ws/workspaces';
 import { desktopImage, removeContainers, until } from './harness';
 import { median, percentile } from './stats';
 

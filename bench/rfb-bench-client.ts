@@ -1,6 +1,6 @@
 import { connect, Socket } from 'node:net';
 import { WebSocket } from 'ws';
-import { vncAuthResponse } from '@ws/stream/des';
+import { vncAuthResponse } from '@ws/stream';
 
 /** FIFO of received chunks; skip() drops bytes without copying, so large frames cost the client little. */
 class ByteQueue {

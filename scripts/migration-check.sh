@@ -8,7 +8,7 @@ scratch="ws_migration_check_$$"
 export DATABASE_NAME=$scratch
 trap 'node -e "require(\"./dist/libs/database/src/migrate\").dropDatabase(require(\"./dist/libs/common/src\").loadConfig(), \"$scratch\")"' EXIT
 node dist/libs/database/src/migrate.js >/dev/null
-if ! npx typeorm migration:generate migrations/Unapplied -d dist/libs/database/src/data-source.js --dryrun --check; then
+if ! npx typeorm migration:generate migrations/Unapplied -d dist/apps/cli/src/data-source.js --dryrun --check; then
   echo "migration check: the entities differ from the migrations; run: npm run migration:generate -- <Name>" >&2
   exit 1
 fi

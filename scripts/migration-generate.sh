@@ -9,5 +9,5 @@ scratch="ws_migration_gen_$$"
 export DATABASE_NAME=$scratch
 trap 'node -e "require(\"./dist/libs/database/src/migrate\").dropDatabase(require(\"./dist/libs/common/src\").loadConfig(), \"$scratch\")"' EXIT
 node dist/libs/database/src/migrate.js
-npx typeorm migration:generate "migrations/$name" -d dist/libs/database/src/data-source.js --pretty
+npx typeorm migration:generate "migrations/$name" -d dist/apps/cli/src/data-source.js --pretty
 npx eslint --fix migrations/ >/dev/null 2>&1 || true

@@ -3,12 +3,12 @@ import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { createWebSocketStream, WebSocket } from 'ws';
 import { newId, randomSecret } from '@ws/common';
-import { Image } from '@ws/images/image.entity';
-import { Server } from '@ws/servers/server.entity';
+import { Image } from '@ws/images';
+import { Server } from '@ws/servers';
 import { RfbClient } from '@ws/stream';
 import { ServersService } from '@ws/servers';
-import { Workspace, WorkspaceStatus } from '@ws/workspaces/workspace.entity';
-import { Zone } from '@ws/zones/zone.entity';
+import { Workspace, WorkspaceStatus } from '@ws/workspaces';
+import { Zone } from '@ws/zones';
 import { ZonesService } from '@ws/zones';
 import { TestApi, TestKey, waitFor } from './harness';
 

@@ -10,7 +10,7 @@ import { DockerHost, LABELS } from '@ws/agent';
 import { ApiKeysService, Permission } from '@ws/auth';
 import { AppConfig, loadConfig, randomSecret } from '@ws/common';
 import { dropDatabase, migrate } from '@ws/database';
-import { LICENSE_FEATURES } from '@ws/licensing/license-key';
+import { LICENSE_FEATURES } from '@ws/licensing';
 
 export interface TestKey {
   api_key: string;

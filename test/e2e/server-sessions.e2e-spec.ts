@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import Docker from 'dockerode';
 import type { Browser, Page } from 'playwright-core';
-import { waitForRfb } from '@ws/agent/rfb';
+import { waitForRfb } from '@ws/agent';
 import { randomSecret } from '@ws/common';
 import { ServerImagesService } from '@ws/images';
 import { launchChromium, startBrowserSuiteApi } from './browser';

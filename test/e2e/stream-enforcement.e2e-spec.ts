@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import { WebSocket } from 'ws';
 import { GroupsService } from '@ws/groups';
 import { ImagesService } from '@ws/images';
-import { RfbSession } from '@ws/stream/rfb-proxy';
+import { RfbSession } from '@ws/stream';
 import { IDLE_CLOSE_CODE, StreamGateway } from '../../apps/api/src/gateway/stream-gateway';
 import { dockerExec } from './audio-fixtures';
 import { desktopImage, TestApi, TestKey, waitFor } from './harness';

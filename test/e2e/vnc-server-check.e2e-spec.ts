@@ -1,7 +1,7 @@
 import Docker from 'dockerode';
 import { randomSecret } from '@ws/common';
-import { waitForRfb } from '@ws/agent/rfb';
-import { checkVncServer } from '@ws/stream/vnc-server-check';
+import { waitForRfb } from '@ws/agent';
+import { checkVncServer } from '@ws/stream';
 import { desktopImage, freePort } from './harness';
 
 const PASSWORD = 'Vnc-pw-7';

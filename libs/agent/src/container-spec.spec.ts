@@ -1,4 +1,5 @@
-import { buildContainerSpec, BuildContainerSpecInput, LABELS, localeFromLanguage, portsFromAttributes, validTimezone } from './container-spec';
+import { buildContainerSpec, BuildContainerSpecInput, localeFromLanguage, portsFromAttributes, validTimezone } from './container-spec';
+import { LABELS } from './labels';
 import { InvalidContainerSpecError } from './errors';
 import { WORKSPACE_NETWORK } from './workspace-network';
 

@@ -1,15 +1,8 @@
 import type { WorkspaceContainerSpec } from './docker-host';
 import { InvalidContainerSpecError } from './errors';
 import { effectiveCpuAllocation, parseRunConfig, parseVolumeMappings } from './launch-settings';
+import { LABELS } from './labels';
 import { WORKSPACE_NETWORK } from './workspace-network';
-
-/** Labels the agent puts on every workspace container. */
-export const LABELS = {
-  workspaceId: 'workspace-server.workspace-id',
-  deploymentId: 'workspace-server.deployment-id',
-  /** JSON port map (name → "5900/tcp"), set by DockerHost.createWorkspaceContainer; inspect() reads it back. */
-  ports: 'workspace-server.ports',
-} as const;
 
 /** Set by the server only; request environment cannot override them. */
 export const RESERVED_ENV = ['VNC_PASSWORD', 'X_RES', 'Y_RES', 'VNC_PORT', 'AUDIO_PORT', 'AUDIO_INPUT_PORT'] as const;

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
-import { LABELS } from './container-spec';
+import { LABELS } from './labels';
 import { DockerHost, parseDockerEndpoint, WorkspaceContainerSpec } from './docker-host';
 import {
   ContainerConflictError,

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Duplex, Readable } from 'node:stream';
 import Docker from 'dockerode';
-import { LABELS } from './container-spec';
+import { LABELS } from './labels';
 import {
   AgentError,
   classifyDockerError,

@@ -3,7 +3,7 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
 import { ApiError, AppConfig, ErrorCode, sha256 } from '@ws/common';
-import { PgNotifications } from '@ws/database/pg-notifications';
+import { PgNotifications } from '@ws/database';
 import { ApiKey } from './api-key.entity';
 import type { Caller } from './caller';
 

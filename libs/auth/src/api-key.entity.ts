@@ -1,5 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-import { CreatedAt, TimestampColumn } from '@ws/database/columns';
+import { CreatedAt, TimestampColumn } from '@ws/database';
 import type { Permission } from './permissions';
 
 /** An integrator's credential. The secret is stored as SHA-256: it is 256 random bits, so a slow hash adds nothing. */

@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import Redis from 'ioredis';
 import { ApiError, AppConfig, ErrorCode, loadConfig, randomSecret } from '@ws/common';
-import { RedisConnections } from '@ws/queue/redis-connections';
+import { RedisConnections } from '@ws/queue';
 import { AuthRateLimiter, FailureLimiter } from './auth-rate-limiter';
 import { TrustedProxies } from './trusted-proxies';
 

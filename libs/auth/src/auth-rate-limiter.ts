@@ -3,7 +3,7 @@ import type Redis from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { catchError, Observable } from 'rxjs';
 import { addressList, ApiError, AppConfig, ErrorCode } from '@ws/common';
-import { RedisConnections } from '@ws/queue/redis-connections';
+import { RedisConnections } from '@ws/queue';
 import { TrustedProxies } from './trusted-proxies';
 
 export interface FailureLimits {

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import * as jwt from 'jsonwebtoken';
-import { SettingsService } from '@ws/settings/settings.service';
+import { SettingsService } from '@ws/settings';
 
 /** Claims of a user session JWT. `sid` names the session_tokens row, `gen` the generation it was signed for. */
 export interface SessionClaims {

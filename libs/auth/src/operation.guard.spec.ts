@@ -1,7 +1,7 @@
 import { ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { ApiError, AppConfig, ErrorCode, loadConfig, randomSecret } from '@ws/common';
-import { RedisConnections } from '@ws/queue/redis-connections';
+import { RedisConnections } from '@ws/queue';
 import type { ApiKeyAuthenticator } from './api-key-authenticator';
 import { AuthRateLimiter } from './auth-rate-limiter';
 import type { Caller } from './caller';

@@ -1,8 +1,8 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
-import { CreatedAt, TimestampColumn, UpdatedAt } from '@ws/database/columns';
-import { CONFIG_CLIENT_SETTING_FLAGS } from '@ws/groups/group-settings';
-import { Group } from '@ws/groups/group.entity';
-import { Image } from '@ws/images/image.entity';
+import { CreatedAt, TimestampColumn, UpdatedAt } from '@ws/database';
+import { CONFIG_CLIENT_SETTING_FLAGS } from '@ws/groups';
+import { Group } from '@ws/groups';
+import { Image } from '@ws/images';
 
 /**
  * A public launch link: a person opening `/#/cast/<key>` gets a workspace of `imageId` under the rules of

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { WorkspacesModule } from '@ws/workspaces/workspaces.module';
+import { WorkspacesModule } from '@ws/workspaces';
 import { CastConfig } from './cast-config.entity';
 import { CastLaunch } from './cast-launch.service';
 import { CastingService } from './casting.service';

@@ -2,10 +2,10 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryFailedError } from 'typeorm';
 import { ApiError, ErrorCode, newId, parseId, randomSecret } from '@ws/common';
-import { DEFAULT_CLIENT_SETTINGS } from '@ws/groups/group-settings';
-import { Group } from '@ws/groups/group.entity';
-import { Image } from '@ws/images/image.entity';
-import { Entitlements } from '@ws/licensing/entitlements';
+import { DEFAULT_CLIENT_SETTINGS } from '@ws/groups';
+import { Group } from '@ws/groups';
+import { Image } from '@ws/images';
+import { Entitlements } from '@ws/licensing';
 import type { CastConfigChanges, NewCastConfig } from './dto/cast-config.requests';
 import { CAST_FLAG_NAMES, CAST_FLAGS, CastConfig, CastFlag } from './cast-config.entity';
 

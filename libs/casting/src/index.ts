@@ -1,6 +1,7 @@
-export * from './cast-config.entity';
-export * from './cast-config.mappers';
-export * from './casting.service';
-export * from './casting.module';
-export * from './dto/cast-config.requests';
-export * from './cast-launch.service';
+// What other libraries and the apps use of @ws/casting; everything else is internal to it.
+export { CastConfig } from './cast-config.entity';
+export { toCastConfigResponse } from './cast-config.mappers';
+export { CastLaunch, castRefused } from './cast-launch.service';
+export { CastingModule } from './casting.module';
+export { CastingService } from './casting.service';
+export { CastConfigRef, CastLaunchRequest, CreateCastConfigRequest, UpdateCastConfigRequest } from './dto/cast-config.requests';

@@ -1,8 +1,8 @@
-export * from './config';
-export * from './config.module';
-export * from './errors';
-export * from './dependency-errors';
-export * from './ids';
-export * from './timestamps';
-export * from './redact';
-export * from './validation';
+// What other libraries and the apps use of @ws/common; everything else is internal to it.
+export { ConfigModule } from './config.module';
+export { AppConfig, ConfigError, addressList, loadConfig } from './config';
+export { RETRY_AFTER_SECONDS, dependencyOutage, markDependency } from './dependency-errors';
+export { ApiError, ErrorCode, httpStatusFor } from './errors';
+export { newId, parseId, randomSecret, sha256, toWireId } from './ids';
+export { addSeconds, formatTimestamp } from './timestamps';
+export { MAX_JSON_DEPTH, Settable, apiValidationPipe, findJsonProblem, unstorableTextReason } from './validation';

@@ -1,8 +1,7 @@
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { DataSource, DataSourceOptions } from 'typeorm';
-import { AppConfig, loadConfig, markDependency } from '@ws/common';
-import { ALL_ENTITIES } from './entities';
+import type { DataSourceOptions } from 'typeorm';
+import { AppConfig, markDependency } from '@ws/common';
 import { SnakeNamingStrategy } from './naming.strategy';
 
 /** Compiled migrations sit in dist/migrations; under ts (jest) the sources are loaded. */
@@ -21,7 +20,11 @@ class DatabaseClient extends Client {
   }
 }
 
-export function dataSourceOptions(config: AppConfig, database = config.DATABASE_NAME): DataSourceOptions {
+/**
+ * Connection, migrations and naming. The entities are the caller's: each area registers its own with the Nest
+ * modules (autoLoadEntities); tools outside them pass a list (apps/cli/src/entities.ts). Migrations need none.
+ */
+export function dataSourceOptions(config: AppConfig, database = config.DATABASE_NAME, entities: DataSourceOptions['entities'] = []): DataSourceOptions {
   return {
     type: 'postgres',
     host: config.DATABASE_HOST,
@@ -29,7 +32,7 @@ export function dataSourceOptions(config: AppConfig, database = config.DATABASE_
     username: config.DATABASE_USER,
     password: config.DATABASE_PASSWORD,
     database,
-    entities: ALL_ENTITIES,
+    entities,
     migrations: [MIGRATIONS_GLOB],
     migrationsTableName: 'migrations',
     namingStrategy: new SnakeNamingStrategy(),
@@ -55,6 +58,3 @@ export function runtimeDataSourceOptions(config: AppConfig): DataSourceOptions {
     extra: { ...options.extra, statement_timeout: config.DEPENDENCY_TIMEOUT_MS, query_timeout: config.DEPENDENCY_TIMEOUT_MS + 1000 },
   } as DataSourceOptions;
 }
-
-/** For the typeorm CLI (migration:generate in scripts/migration-*.sh). */
-export default new DataSource(dataSourceOptions(loadConfig()));

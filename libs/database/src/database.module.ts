@@ -9,7 +9,8 @@ import { PgNotifications } from './pg-notifications';
   imports: [
     TypeOrmModule.forRootAsync({
       inject: [AppConfig],
-      useFactory: (config: AppConfig) => ({ ...runtimeDataSourceOptions(config), migrationsRun: false }),
+      // Each area module registers its own entities (TypeOrmModule.forFeature); this library knows none of them.
+      useFactory: (config: AppConfig) => ({ ...runtimeDataSourceOptions(config), autoLoadEntities: true, migrationsRun: false }),
     }),
   ],
   providers: [PgNotifications],

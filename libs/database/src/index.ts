@@ -1,7 +1,8 @@
-export * from './columns';
-export * from './database.module';
+// What other libraries and the apps use of @ws/database; everything else is internal to it.
+export { BigIntColumn, CreatedAt, NumericColumn, TimestampColumn, UpdatedAt } from './columns';
 export { dataSourceOptions } from './data-source';
-export { PgNotifications } from './pg-notifications';
-export { migrate, ensureDatabase, dropDatabase } from './migrate';
+export { DatabaseModule } from './database.module';
 export { findByRef } from './find-by-ref';
+export { dropDatabase, migrate } from './migrate';
+export { PgNotifications } from './pg-notifications';
 export { hydrate, rawQuery, selectColumns } from './raw-query';

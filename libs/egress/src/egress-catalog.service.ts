@@ -2,10 +2,10 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryFailedError } from 'typeorm';
 import { ApiError, ErrorCode, newId, parseId } from '@ws/common';
-import { findByRef } from '@ws/database/find-by-ref';
-import { Group } from '@ws/groups/group.entity';
-import { Image } from '@ws/images/image.entity';
-import { User } from '@ws/users/user.entity';
+import { findByRef } from '@ws/database';
+import { Group } from '@ws/groups';
+import { Image } from '@ws/images';
+import { User } from '@ws/users';
 import { EGRESS_PROVIDER_TYPES, EgressGateway, EgressProvider, EgressProviderType } from './egress.entities';
 
 const UNIQUE_VIOLATION = '23505';

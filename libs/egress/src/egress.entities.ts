@@ -1,8 +1,8 @@
 import { Check, Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
-import { CreatedAt, UpdatedAt } from '@ws/database/columns';
-import { Group } from '@ws/groups/group.entity';
-import { Image } from '@ws/images/image.entity';
-import { User } from '@ws/users/user.entity';
+import { CreatedAt, UpdatedAt } from '@ws/database';
+import { Group } from '@ws/groups';
+import { Image } from '@ws/images';
+import { User } from '@ws/users';
 
 /**
  * The kinds of egress provider, and the credential field each one requires:

@@ -1,9 +1,15 @@
 import { Module } from '@nestjs/common';
-import { GroupsModule } from '@ws/groups/groups.module';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { GroupsModule } from '@ws/groups';
 import { EgressCatalog } from './egress-catalog.service';
 import { EgressConnections } from './egress-connections.service';
 import { EgressCredentials } from './egress-credentials.service';
+import { EgressConnection, EgressCredential, EgressCredentialGateway, EgressGateway, EgressProvider } from './egress.entities';
 
-/** Egress providers, gateways, credentials and connections; the data source and AccessService come from the root. */
-@Module({ imports: [GroupsModule], providers: [EgressCatalog, EgressCredentials, EgressConnections], exports: [EgressCatalog, EgressCredentials, EgressConnections] })
+/** Egress providers, gateways, credentials and connections; AccessService comes from the root. */
+@Module({
+  imports: [TypeOrmModule.forFeature([EgressProvider, EgressGateway, EgressCredential, EgressCredentialGateway, EgressConnection]), GroupsModule],
+  providers: [EgressCatalog, EgressCredentials, EgressConnections],
+  exports: [EgressCatalog, EgressCredentials, EgressConnections],
+})
 export class EgressModule {}

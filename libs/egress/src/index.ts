@@ -1,8 +1,9 @@
-export * from './egress.entities';
-export * from './egress-views';
-export * from './egress.mappers';
-export * from './egress-catalog.service';
-export * from './egress-credentials.service';
-export * from './egress-connections.service';
-export * from './egress.module';
-export * from './dto/egress.requests';
+// What other libraries and the apps use of @ws/egress; everything else is internal to it.
+export { DeleteEgressCredentialRequest, EgressCredentialChanges, UpdateEgressCredentialRequest } from './dto/egress.requests';
+export { EgressCatalog } from './egress-catalog.service';
+export { EgressConnections, egressEnvironment } from './egress-connections.service';
+export type { EgressReservation, EgressReservationRequest } from './egress-connections.service';
+export { EgressCredentials, REQUIRED_CREDENTIAL_FIELDS } from './egress-credentials.service';
+export { EGRESS_PROVIDER_TYPES, EgressConnection, EgressCredential, EgressCredentialGateway, EgressGateway, EgressProvider } from './egress.entities';
+export { toEgressCredentialResponse, toEgressProviderResponse } from './egress.mappers';
+export { EgressModule } from './egress.module';

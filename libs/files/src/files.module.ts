@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { WorkspacesModule } from '@ws/workspaces/workspaces.module';
+import { WorkspacesModule } from '@ws/workspaces';
 import { WorkspaceFiles } from './workspace-files.service';
 
 @Module({

@@ -4,7 +4,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import * as tar from 'tar-stream';
 import { ContainerPathNotFoundError, DockerHost, DockerHosts } from '@ws/agent';
 import { ApiError, AppConfig, ErrorCode, formatTimestamp } from '@ws/common';
-import type { Server } from '@ws/servers/server.entity';
+import type { Server } from '@ws/servers';
 import { agentFailure, withOverride, Workspace, WorkspaceAccess, WorkspacesService } from '@ws/workspaces';
 import { DISCARD_UPLOAD, FINISH_UPLOAD, LIST_DOWNLOADS, LOCATE_DOWNLOAD, PREPARE_UPLOADS } from './container-scripts';
 import { checkFileName, isTransferableName } from './file-names';

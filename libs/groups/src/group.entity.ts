@@ -1,7 +1,6 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
-import { CreatedAt, TimestampColumn } from '@ws/database/columns';
-import type { Permission } from '@ws/auth/permissions';
-import { User } from '@ws/users/user.entity';
+import { CreatedAt, TimestampColumn } from '@ws/database';
+import type { Permission } from '@ws/auth';
 
 export type SystemGroup = 'all_users' | 'administrators';
 export type UsageInterval = 'daily' | 'weekly' | 'monthly' | 'total';
@@ -35,7 +34,8 @@ export class Group {
 export class UserGroup {
   @PrimaryColumn('uuid') userId!: string;
   @PrimaryColumn('uuid') groupId!: string;
-  @ManyToOne(() => User, { onDelete: 'CASCADE' }) @JoinColumn({ name: 'user_id' }) user?: User;
+  // The users library sits beside this one and uses it: the foreign key names its entity, not its class.
+  @ManyToOne('User', { onDelete: 'CASCADE' }) @JoinColumn({ name: 'user_id' }) user?: unknown;
   @ManyToOne(() => Group, { onDelete: 'CASCADE' }) @JoinColumn({ name: 'group_id' }) group?: Group;
   @TimestampColumn({ default: () => 'now()' }) addedAt!: Date;
 }

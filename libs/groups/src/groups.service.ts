@@ -3,9 +3,9 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { EntityManager, Repository } from 'typeorm';
 import { AccessService, Caller } from '@ws/auth';
 import { ApiError, ErrorCode, parseId } from '@ws/common';
-import { findByRef } from '@ws/database/find-by-ref';
-import { rawQuery } from '@ws/database/raw-query';
-import { Entitlements } from '@ws/licensing/entitlements';
+import { findByRef } from '@ws/database';
+import { rawQuery } from '@ws/database';
+import { Entitlements } from '@ws/licensing';
 import { DEFAULT_CLIENT_SETTINGS } from './group-settings';
 import { Group, SystemGroup, UsageInterval, UserGroup } from './group.entity';
 

@@ -1,4 +1,7 @@
-export * from './group.entity';
-export * from './groups.service';
-export * from './groups.module';
-export * from './group-settings';
+// What other libraries and the apps use of @ws/groups; everything else is internal to it.
+export { CONFIG_CLIENT_SETTING_FLAGS, DEFAULT_CLIENT_SETTINGS, effectiveSettings, usageWindowStart } from './group-settings';
+export type { ClientSettings, EffectiveGroupSettings } from './group-settings';
+export { Group, UserGroup } from './group.entity';
+export type { UsageInterval } from './group.entity';
+export { GroupsModule } from './groups.module';
+export { GroupsService } from './groups.service';

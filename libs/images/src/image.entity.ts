@@ -1,5 +1,5 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, OneToMany, PrimaryColumn } from 'typeorm';
-import { BigIntColumn, CreatedAt, NumericColumn, UpdatedAt } from '@ws/database/columns';
+import { BigIntColumn, CreatedAt, NumericColumn, UpdatedAt } from '@ws/database';
 
 export interface ExecConfig {
   first_launch?: { environment?: Record<string, string>; cmd?: string };

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, QueryFailedError, Repository } from 'typeorm';
 import { addressList, ApiError, AppConfig, ErrorCode, newId, parseId } from '@ws/common';
-import { findByRef } from '@ws/database/find-by-ref';
+import { findByRef } from '@ws/database';
 import { ExecConfig, Image, ImageAttribute } from './image.entity';
 import { checkImageLaunchSettings, checkImagePermissions } from './image-settings';
 

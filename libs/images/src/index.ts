@@ -1,9 +1,11 @@
-export * from './image.entity';
-export * from './images.service';
-export * from './image.mappers';
-export * from './images.module';
-export * from './image-settings';
-export * from './server-target';
-export * from './server-target.entity';
-export * from './server-credentials';
-export * from './server-images.service';
+// What other libraries and the apps use of @ws/images; everything else is internal to it.
+export { Image, ImageAttribute } from './image.entity';
+export { toImageRef, toImageResponse } from './image.mappers';
+export { ImagesModule } from './images.module';
+export { ImagesService, portMapOf } from './images.service';
+export type { ImageDefinition } from './images.service';
+export { ServerCredentialCipher, ServerCredentialError } from './server-credentials';
+export { ServerImagesService } from './server-images.service';
+export { ServerTargetRecord } from './server-target.entity';
+export { checkServerTarget, resolveConnection, sessionModeOf } from './server-target';
+export type { RdpClientType, ServerProtocol, ServerSessionMode } from './server-target';

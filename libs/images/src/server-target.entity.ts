@@ -1,5 +1,5 @@
 import { Column, Entity, JoinColumn, OneToOne, PrimaryColumn } from 'typeorm';
-import { CreatedAt, UpdatedAt } from '@ws/database/columns';
+import { CreatedAt, UpdatedAt } from '@ws/database';
 import { Image } from './image.entity';
 import type { OverridableField, RdpClientOption, ServerProtocol } from './server-target';
 

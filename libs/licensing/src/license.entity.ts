@@ -1,5 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-import { TimestampColumn } from '@ws/database/columns';
+import { TimestampColumn } from '@ws/database';
 
 /**
  * An activated license: the signed key as presented (re-verified on every load, so a row written by hand or a

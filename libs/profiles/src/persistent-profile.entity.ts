@@ -1,5 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import { BigIntColumn, TimestampColumn } from '@ws/database/columns';
+import { BigIntColumn, TimestampColumn } from '@ws/database';
 
 /**
  * The pointer to the current generation of one persistent profile. A save writes a new `<uuid>.tar` object,

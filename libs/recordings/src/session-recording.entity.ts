@@ -1,6 +1,6 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
-import { BigIntColumn, CreatedAt, TimestampColumn, UpdatedAt } from '@ws/database/columns';
-import { Workspace } from '@ws/workspaces/workspace.entity';
+import { BigIntColumn, CreatedAt, TimestampColumn, UpdatedAt } from '@ws/database';
+import { Workspace } from '@ws/workspaces';
 
 /**
  * recording: the gateway is capturing (segments are being uploaded);

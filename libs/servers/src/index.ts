@@ -1,3 +1,4 @@
-export * from './server.entity';
-export * from './servers.service';
-export * from './servers.module';
+// What other libraries and the apps use of @ws/servers; everything else is internal to it.
+export { Server } from './server.entity';
+export { ServersModule } from './servers.module';
+export { checkCapacitySettings, LOCAL_SERVER, ServersService } from './servers.service';

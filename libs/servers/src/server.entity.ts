@@ -1,6 +1,6 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
-import { BigIntColumn, CreatedAt, NumericColumn } from '@ws/database/columns';
-import { Zone } from '@ws/zones/zone.entity';
+import { BigIntColumn, CreatedAt, NumericColumn } from '@ws/database';
+import { Zone } from '@ws/zones';
 
 /** A Docker host that runs workspaces. Capacity is reserved by summing its live workspaces under a row lock. */
 @Entity('servers')

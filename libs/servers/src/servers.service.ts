@@ -1,11 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { In, Repository } from 'typeorm';
-import { DockerHosts } from '@ws/agent/docker-hosts';
+import { Repository } from 'typeorm';
+import { DockerHosts } from '@ws/agent';
 import { ApiError, ErrorCode, newId } from '@ws/common';
-import { findByRef } from '@ws/database/find-by-ref';
-import { Workspace } from '@ws/workspaces/workspace.entity';
-import { Zone } from '@ws/zones/zone.entity';
+import { findByRef } from '@ws/database';
+import { Zone } from '@ws/zones';
 import { Server } from './server.entity';
 
 export interface ServerDefinition {
@@ -53,7 +52,6 @@ export const LOCAL_SERVER = { hostname: 'local', dockerEndpoint: 'unix:///var/ru
 export class ServersService {
   constructor(
     @InjectRepository(Server) private readonly servers: Repository<Server>,
-    @InjectRepository(Workspace) private readonly workspaces: Repository<Workspace>,
     private readonly hosts: DockerHosts,
   ) {}
 
@@ -102,10 +100,8 @@ export class ServersService {
     return this.servers.findOneOrFail({ where: { id: server.id }, relations: { zone: true } });
   }
 
-  async remove(ref: string): Promise<void> {
-    const server = await this.findByRef(ref);
-    const live = await this.workspaces.countBy({ serverId: server.id, status: In(['starting', 'running', 'stopping', 'failed']) });
-    if (live > 0) throw new ApiError(ErrorCode.Conflict, `Server ${server.hostname} still has ${live} workspace(s)`);
+  /** Deletes the row; whether it may go (no live workspace on it) is the workspaces library's ServerRetirement. */
+  async remove(server: Server): Promise<void> {
     await this.servers.delete({ id: server.id });
     this.hosts.evict(server.id);
   }

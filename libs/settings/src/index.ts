@@ -1,3 +1,4 @@
-export * from './settings.service';
-export * from './settings.module';
-export * from './setting.entity';
+// What other libraries and the apps use of @ws/settings; everything else is internal to it.
+export { Setting } from './setting.entity';
+export { SettingsModule } from './settings.module';
+export { SettingsService } from './settings.service';

@@ -1,5 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import { UpdatedAt } from '@ws/database/columns';
+import { UpdatedAt } from '@ws/database';
 
 /** Global settings of the deployment (Session Lifetime, Same Site Cookie Policy, signing keys …). */
 @Entity('settings')

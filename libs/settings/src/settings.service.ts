@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
 import { ApiError, ErrorCode, randomSecret } from '@ws/common';
-import { rawQuery } from '@ws/database/raw-query';
+import { rawQuery } from '@ws/database';
 import { Setting } from './setting.entity';
 
 type Check = (value: unknown) => string | null;

@@ -1,8 +1,7 @@
-export * from './staging-config.entity';
-export * from './staging.mappers';
-export * from './staging.service';
-export * from './staging-reconciler.service';
-export * from './staging-replenisher';
-export * from './staging-queries';
-export * from './staging.module';
-export * from './dto/staging.requests';
+// What other libraries and the apps use of @ws/staging; everything else is internal to it.
+export { CreateStagingConfigRequest, StagingConfigRequest, UpdateStagingConfigRequest } from './dto/staging.requests';
+export { StagingConfig } from './staging-config.entity';
+export { StagingReconciler } from './staging-reconciler.service';
+export { toStagingConfigResponse } from './staging.mappers';
+export { StagingModule } from './staging.module';
+export { StagingService } from './staging.service';

@@ -1,8 +1,8 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
-import { CreatedAt, NumericColumn, UpdatedAt } from '@ws/database/columns';
-import { CONFIG_CLIENT_SETTING_FLAGS } from '@ws/groups/group-settings';
-import { Image } from '@ws/images/image.entity';
-import { Zone } from '@ws/zones/zone.entity';
+import { CreatedAt, NumericColumn, UpdatedAt } from '@ws/database';
+import { CONFIG_CLIENT_SETTING_FLAGS } from '@ws/groups';
+import { Image } from '@ws/images';
+import { Zone } from '@ws/zones';
 
 /**
  * A pool of pre-started workspaces of one image in one zone, for users whose effective client-setting flags

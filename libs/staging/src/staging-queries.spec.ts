@@ -1,4 +1,4 @@
-import { DEFAULT_CLIENT_SETTINGS, EffectiveGroupSettings } from '@ws/groups/group-settings';
+import { DEFAULT_CLIENT_SETTINGS, EffectiveGroupSettings } from '@ws/groups';
 import { canServeFromStaging, mountsPerUser, PICK_STAGED_SQL, pickParameters } from './staging-queries';
 import { STAGING_FLAG_NAMES } from './staging-config.entity';
 

@@ -1,5 +1,5 @@
-import type { EffectiveGroupSettings } from '@ws/groups/group-settings';
-import type { Image } from '@ws/images/image.entity';
+import type { EffectiveGroupSettings } from '@ws/groups';
+import type { Image } from '@ws/images';
 import type { RequestWorkspaceRequest } from '@ws/workspaces';
 import { STAGING_FLAG_NAMES } from './staging-config.entity';
 

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { WorkspacesModule } from '@ws/workspaces/workspaces.module';
+import { WorkspacesModule } from '@ws/workspaces';
 import { StagingConfig } from './staging-config.entity';
 import { StagingReconciler } from './staging-reconciler.service';
 import { StagingReplenisher } from './staging-replenisher';

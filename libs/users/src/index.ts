@@ -1,10 +1,13 @@
-export * from './user.entity';
-export * from './user-attributes.entity';
-export * from './session-token.entity';
-export * from './login-link.entity';
-export * from './users.service';
-export * from './session-tokens.service';
-export * from './login-links.service';
-export * from './user.mappers';
-export * from './users.module';
-export * from './dto/user.requests';
+// What other libraries and the apps use of @ws/users; everything else is internal to it.
+export { CreateUserRequest, DeleteUserRequest, GetUserRequest, SessionTokenRequest, TargetUserRequest, UpdateAttributesRequest, UpdateUserRequest, UserGroupRequest } from './dto/user.requests';
+export { LoginLink } from './login-link.entity';
+export { LoginLinksService } from './login-links.service';
+export { SessionToken } from './session-token.entity';
+export { SessionTokensService } from './session-tokens.service';
+export type { IssuedToken } from './session-tokens.service';
+export { UserAttributes } from './user-attributes.entity';
+export { User } from './user.entity';
+export { toSessionTokenResponse, toUserAttributesResponse, toUserDetailResponse, toUserListItem, toUserResponse } from './user.mappers';
+export type { UserWorkspaceSummary } from './user.mappers';
+export { UsersModule } from './users.module';
+export { UsersService } from './users.service';

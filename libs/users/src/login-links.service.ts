@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { IsNull, LessThanOrEqual, MoreThan, Repository } from 'typeorm';
 import { addSeconds, ApiError, AppConfig, ErrorCode, newId, randomSecret, sha256, toWireId } from '@ws/common';
-import { SettingsService } from '@ws/settings/settings.service';
+import { SettingsService } from '@ws/settings';
 import { LoginLink } from './login-link.entity';
 import { IssuedToken, SessionTokensService } from './session-tokens.service';
 import { UsersService } from './users.service';

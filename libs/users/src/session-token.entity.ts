@@ -1,5 +1,5 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
-import { CreatedAt, TimestampColumn } from '@ws/database/columns';
+import { CreatedAt, TimestampColumn } from '@ws/database';
 import { User } from './user.entity';
 
 /**

@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { LessThanOrEqual, MoreThan, Repository } from 'typeorm';
-import { JwtSigner, SessionClaims } from '@ws/auth/jwt-signer';
+import { JwtSigner, SessionClaims } from '@ws/auth';
 import { addSeconds, ApiError, newId, parseId } from '@ws/common';
-import { hydrate, rawQuery, selectColumns } from '@ws/database/raw-query';
-import { SettingsService } from '@ws/settings/settings.service';
+import { hydrate, rawQuery, selectColumns } from '@ws/database';
+import { SettingsService } from '@ws/settings';
 import { LoginLink } from './login-link.entity';
 import { SessionToken } from './session-token.entity';
 import type { User } from './user.entity';

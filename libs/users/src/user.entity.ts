@@ -1,5 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-import { CreatedAt, TimestampColumn, UpdatedAt } from '@ws/database/columns';
+import { CreatedAt, TimestampColumn, UpdatedAt } from '@ws/database';
 
 @Entity('users')
 export class User {

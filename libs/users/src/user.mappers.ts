@@ -1,8 +1,6 @@
 import { createHash } from 'node:crypto';
 import { formatTimestamp, toWireId } from '@ws/common';
-import type { Group } from '@ws/groups/group.entity';
-import type { Server } from '@ws/servers/server.entity';
-import type { Workspace } from '@ws/workspaces/workspace.entity';
+import type { Group } from '@ws/groups';
 import type { UserAttributes } from './user-attributes.entity';
 import type { User } from './user.entity';
 import type { SessionToken } from './session-token.entity';
@@ -10,10 +8,15 @@ import type { SessionToken } from './session-token.entity';
 /** What a user response shows of a group (a Group entity has it). */
 export type GroupSummary = Pick<Group, 'id' | 'name'>;
 
-/** What a user response shows of a live workspace and its server (a Workspace entity with its server has it). */
-export type UserWorkspaceSummary = Pick<Workspace, 'id' | 'startDate' | 'keepaliveDate' | 'expirationDate' | 'hostPorts'> & {
-  server?: Pick<Server, 'id' | 'hostname'> | null;
-};
+/** What a user response shows of a live workspace and its server (the workspaces library's UserWorkspaces reads it). */
+export interface UserWorkspaceSummary {
+  id: string;
+  startDate: Date;
+  keepaliveDate: Date;
+  expirationDate: Date;
+  hostPorts: Record<string, number>;
+  server?: { id: string; hostname: string } | null;
+}
 
 export const toGroupRef = (g: GroupSummary) => ({ name: g.name, group_id: toWireId(g.id) });
 

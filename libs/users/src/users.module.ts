@@ -1,8 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { GroupsModule } from '@ws/groups/groups.module';
-import { Image } from '@ws/images/image.entity';
-import { Workspace } from '@ws/workspaces/workspace.entity';
+import { GroupsModule } from '@ws/groups';
 import { LoginLink } from './login-link.entity';
 import { LoginLinksService } from './login-links.service';
 import { SessionToken } from './session-token.entity';
@@ -12,7 +10,7 @@ import { User } from './user.entity';
 import { UsersService } from './users.service';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([User, UserAttributes, SessionToken, LoginLink, Workspace, Image]), GroupsModule],
+  imports: [TypeOrmModule.forFeature([User, UserAttributes, SessionToken, LoginLink]), GroupsModule],
   providers: [UsersService, SessionTokensService, LoginLinksService],
   exports: [UsersService, SessionTokensService, LoginLinksService, GroupsModule],
 })

@@ -4,28 +4,25 @@ import * as bcrypt from 'bcryptjs';
 import { DataSource, In, QueryFailedError, Repository } from 'typeorm';
 import { AccessService, Caller } from '@ws/auth';
 import { ApiError, ErrorCode, newId, parseId } from '@ws/common';
-import { Group, UserGroup } from '@ws/groups/group.entity';
-import { GroupsService } from '@ws/groups/groups.service';
-import { Image } from '@ws/images/image.entity';
-import { Server } from '@ws/servers/server.entity';
-import { LIVE_STATUSES, Workspace } from '@ws/workspaces/workspace.entity';
-import { rawQuery } from '@ws/database/raw-query';
+import { Group, UserGroup } from '@ws/groups';
+import { GroupsService } from '@ws/groups';
+import { Image } from '@ws/images';
+import { rawQuery } from '@ws/database';
 import type { AttributeChanges, NewUserFields, UserChanges } from './dto/user.requests';
-import type { GroupSummary, UserWorkspaceSummary } from './user.mappers';
+import type { GroupSummary } from './user.mappers';
 import { UserAttributes } from './user-attributes.entity';
 import { User } from './user.entity';
 
 const BCRYPT_COST = 10;
 const UNIQUE_VIOLATION = '23505';
 
-/** Users, their attributes and their live workspaces (for reading): the rules of the Users area. */
+/** Users and their attributes: the rules of the Users area (their workspaces are the workspaces library's: UserWorkspaces). */
 @Injectable()
 export class UsersService {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     @InjectRepository(User) private readonly users: Repository<User>,
     @InjectRepository(UserAttributes) private readonly attributes: Repository<UserAttributes>,
-    @InjectRepository(Workspace) private readonly workspaces: Repository<Workspace>,
     private readonly groups: GroupsService,
     private readonly access: AccessService,
   ) {}
@@ -101,44 +98,6 @@ export class UsersService {
   /** Each user's groups as the user responses list them (name and id), in groupsOf's order. */
   groupSummariesOf(userIds: string[]): Promise<Map<string, GroupSummary[]>> {
     return this.groups.groupSummariesOf(userIds);
-  }
-
-  /** Each user's live workspaces, whole (with the server), oldest first. */
-  async liveWorkspacesOf(userIds: string[]): Promise<Map<string, Workspace[]>> {
-    const result = new Map<string, Workspace[]>(userIds.map((id) => [id, []]));
-    if (userIds.length === 0) return result;
-    // Raw select with the server joined (see rawQuery): every column of both, hydrated by hand.
-    const rows = await rawQuery<WorkspaceWithServerRow>(
-      this.db,
-      `SELECT w.*, ${SERVER_COLUMNS} FROM workspaces w LEFT JOIN servers s ON s.id = w.server_id
-        WHERE w.user_id = ANY($1) AND w.status = ANY($2) ORDER BY w.start_date ASC`,
-      [[...new Set(userIds)], LIVE_STATUSES],
-    );
-    for (const row of rows) result.get(row.user_id as string)?.push(workspaceFromRow(row));
-    return result;
-  }
-
-  /**
-   * Each user's live workspaces as get_user and get_users list them, oldest first: only the columns the
-   * response shows (parsing a row costs per column, and a workspace with its server has over forty).
-   */
-  async liveWorkspaceSummariesOf(userIds: string[]): Promise<Map<string, UserWorkspaceSummary[]>> {
-    const result = new Map<string, UserWorkspaceSummary[]>(userIds.map((id) => [id, []]));
-    if (userIds.length === 0) return result;
-    const rows = await rawQuery<WorkspaceSummaryRow>(
-      this.db,
-      `SELECT w.id, w.user_id, w.start_date, w.keepalive_date, w.expiration_date, w.host_ports, s.id AS s_id, s.hostname AS s_hostname
-        FROM workspaces w LEFT JOIN servers s ON s.id = w.server_id
-        WHERE w.user_id = ANY($1) AND w.status = ANY($2) ORDER BY w.start_date ASC`,
-      [[...new Set(userIds)], LIVE_STATUSES],
-    );
-    for (const r of rows) {
-      result.get(r.user_id)?.push({
-        id: r.id, startDate: r.start_date, keepaliveDate: r.keepalive_date, expirationDate: r.expiration_date, hostPorts: r.host_ports,
-        server: r.s_id === null ? null : { id: r.s_id, hostname: r.s_hostname as string },
-      });
-    }
-    return result;
   }
 
   /** Rule 6: changing a Global Admin needs Users Modify Admin (or Global Admin). */
@@ -222,42 +181,6 @@ function userFromRow(r: UserRow): User {
     id: r.id, username: r.username, firstName: r.first_name, lastName: r.last_name, phone: r.phone, organization: r.organization, notes: r.notes,
     locked: r.locked, disabled: r.disabled, realm: r.realm, passwordHash: r.password_hash, anonymous: r.anonymous, twoFactor: r.two_factor,
     programId: r.program_id, lastSession: r.last_session, credentialsChangedAt: r.credentials_changed_at, createdAt: r.created_at, updatedAt: r.updated_at,
-  });
-}
-
-/** The server's columns under an `s_` prefix, beside `w.*`. */
-const SERVER_COLUMNS = [
-  'id', 'hostname', 'docker_endpoint', 'tls_ca_path', 'tls_cert_path', 'tls_key_path', 'publish_host', 'zone_id', 'enabled', 'cores', 'memory', 'provider', 'created_at',
-].map((c) => `s.${c} AS s_${c}`).join(', ');
-
-interface WorkspaceWithServerRow {
-  [column: string]: unknown;
-  user_id: string | null;
-  s_id: string | null;
-}
-
-interface WorkspaceSummaryRow {
-  id: string; user_id: string; start_date: Date; keepalive_date: Date; expiration_date: Date;
-  host_ports: Workspace['hostPorts']; s_id: string | null; s_hostname: string | null;
-}
-
-/** Numeric and bigint columns come back as strings (see @ws/database/columns). */
-const toNumber = (v: unknown) => (v === null ? null : Number(v));
-
-function workspaceFromRow(r: WorkspaceWithServerRow): Workspace {
-  const server = r.s_id === null ? null : Object.assign(new Server(), {
-    id: r.s_id, hostname: r.s_hostname, dockerEndpoint: r.s_docker_endpoint, tlsCaPath: r.s_tls_ca_path, tlsCertPath: r.s_tls_cert_path,
-    tlsKeyPath: r.s_tls_key_path, publishHost: r.s_publish_host, zoneId: r.s_zone_id, enabled: r.s_enabled, cores: toNumber(r.s_cores),
-    memory: toNumber(r.s_memory), provider: r.s_provider, createdAt: r.s_created_at,
-  });
-  return Object.assign(new Workspace(), {
-    id: r.id, userId: r.user_id, imageId: r.image_id, serverId: r.server_id, server, status: r.status, operationalMessage: r.operational_message,
-    operationalProgress: r.operational_progress, containerId: r.container_id, containerIp: r.container_ip, hostPorts: r.host_ports,
-    cores: toNumber(r.cores), memory: toNumber(r.memory), token: r.token, viewOnlyToken: r.view_only_token, sessionTokenId: r.session_token_id,
-    launchOptions: r.launch_options, shareId: r.share_id, sharingEnabled: r.sharing_enabled, environment: r.environment,
-    persistentProfileMode: r.persistent_profile_mode, isPersistentProfile: r.is_persistent_profile, startDate: r.start_date,
-    keepaliveDate: r.keepalive_date, expirationDate: r.expiration_date, destroyedAt: r.destroyed_at, destroyReason: r.destroy_reason,
-    createdAt: r.created_at, updatedAt: r.updated_at,
   });
 }
 

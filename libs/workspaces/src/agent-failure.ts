@@ -1,6 +1,6 @@
 import { AgentError } from '@ws/agent';
 import { ApiError, ErrorCode } from '@ws/common';
-import type { Server } from '@ws/servers/server.entity';
+import type { Server } from '@ws/servers';
 
 /** A Docker host's failure as the API answers it. */
 export function agentFailure(err: unknown, server: Pick<Server, 'hostname'>): ApiError {

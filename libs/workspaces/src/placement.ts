@@ -1,7 +1,7 @@
 import { EntityManager } from 'typeorm';
 import { ApiError, ErrorCode } from '@ws/common';
-import type { Image } from '@ws/images/image.entity';
-import { Server } from '@ws/servers/server.entity';
+import type { Image } from '@ws/images';
+import { Server } from '@ws/servers';
 
 export const NO_CAPACITY_MESSAGE = 'No resources are available to create the requested workspace. Please try again later or request fewer resources.';
 

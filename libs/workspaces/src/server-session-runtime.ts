@@ -3,10 +3,10 @@ import { Injectable } from '@nestjs/common';
 import * as tar from 'tar-stream';
 import { buildContainerSpec, DockerHost, WorkspaceContainerSpec } from '@ws/agent';
 import { AppConfig } from '@ws/common';
-import { Image } from '@ws/images/image.entity';
+import { Image } from '@ws/images';
 import { PermanentFailure } from '@ws/queue';
-import { Server } from '@ws/servers/server.entity';
-import { checkVncServer } from '@ws/stream/vnc-server-check';
+import { Server } from '@ws/servers';
+import { checkVncServer } from '@ws/stream';
 import { Workspace, WorkspaceServerConnection } from './workspace.entity';
 import { WorkspaceServerSessions } from './workspace-server-sessions.service';
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import type { EffectiveGroupSettings } from '@ws/groups/group-settings';
-import type { Image } from '@ws/images/image.entity';
-import type { User } from '@ws/users/user.entity';
+import type { EffectiveGroupSettings } from '@ws/groups';
+import type { Image } from '@ws/images';
+import type { User } from '@ws/users';
 import type { RequestWorkspaceRequest } from './dto/workspace.requests';
 
 /** What a launch knows when it may take a staged workspace instead of starting one. */

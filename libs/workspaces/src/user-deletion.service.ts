@@ -3,8 +3,9 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { AccessService, Caller } from '@ws/auth';
 import { ApiError, ErrorCode } from '@ws/common';
-import { User } from '@ws/users/user.entity';
-import { UsersService } from '@ws/users/users.service';
+import { User } from '@ws/users';
+import { UsersService } from '@ws/users';
+import { UserWorkspaces } from './user-workspaces';
 import { WorkspaceTeardown } from './workspace-teardown.service';
 
 /** delete_user: the rules that span users and their workspaces. */
@@ -14,13 +15,14 @@ export class UserDeletion {
     @InjectDataSource() private readonly db: DataSource,
     private readonly users: UsersService,
     private readonly teardown: WorkspaceTeardown,
+    private readonly userWorkspaces: UserWorkspaces,
     private readonly access: AccessService,
   ) {}
 
   async delete(caller: Caller, userId: string, force: boolean): Promise<void> {
     const user = await this.users.find(userId);
     await this.users.requireModifiable(caller, user);
-    const live = (await this.users.liveWorkspacesOf([user.id])).get(user.id) ?? [];
+    const live = (await this.userWorkspaces.liveOf([user.id])).get(user.id) ?? [];
     if (live.some((w) => w.status === 'running' || w.status === 'starting')) {
       this.access.require(caller, ['Sessions Delete'], 'the target user has running sessions');
     }

@@ -2,10 +2,10 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { MoreThan, Repository } from 'typeorm';
 import { ApiError, ErrorCode, toWireId } from '@ws/common';
-import { SessionToken } from '@ws/users/session-token.entity';
-import { SessionTokensService } from '@ws/users/session-tokens.service';
-import { User } from '@ws/users/user.entity';
-import { UsersService } from '@ws/users/users.service';
+import { SessionToken } from '@ws/users';
+import { SessionTokensService } from '@ws/users';
+import { User } from '@ws/users';
+import { UsersService } from '@ws/users';
 import { Workspace } from './workspace.entity';
 import { findLiveWorkspace, WorkspaceTarget } from './workspace-lookup';
 

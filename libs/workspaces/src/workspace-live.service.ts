@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { DockerHosts, ExecResult } from '@ws/agent';
 import { ApiError, ErrorCode, formatTimestamp, toWireId } from '@ws/common';
-import { Server } from '@ws/servers/server.entity';
-import { toApiError as toStreamApiError } from '@ws/stream/errors';
-import { captureJpeg } from '@ws/stream/screenshot';
+import { Server } from '@ws/servers';
+import { toApiError as toStreamApiError } from '@ws/stream';
+import { captureJpeg } from '@ws/stream';
 import { agentFailure } from './agent-failure';
 import type { ExecCommandRequest, ExecConfigFields } from './dto/workspace.requests';
 import { Workspace } from './workspace.entity';

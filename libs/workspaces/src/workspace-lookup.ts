@@ -1,8 +1,8 @@
 import { DataSource, Repository } from 'typeorm';
 import { ApiError, parseId } from '@ws/common';
-import { hydrate, rawQuery, selectColumns } from '@ws/database/raw-query';
-import { Image, ImageAttribute } from '@ws/images/image.entity';
-import { Server } from '@ws/servers/server.entity';
+import { hydrate, rawQuery, selectColumns } from '@ws/database';
+import { Image, ImageAttribute } from '@ws/images';
+import { Server } from '@ws/servers';
 import { LIVE_STATUSES, Workspace } from './workspace.entity';
 
 export type WorkspaceTarget = { workspaceId: string } | { shareId: string };

@@ -3,11 +3,11 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { Not, Repository } from 'typeorm';
 import { AgentError, ContainerNotFoundError, ContainerPathNotFoundError, containerNameFor, DockerHost } from '@ws/agent';
 import { ApiError, AppConfig, ErrorCode, toWireId } from '@ws/common';
-import type { EffectiveGroupSettings } from '@ws/groups/group-settings';
-import type { Image } from '@ws/images/image.entity';
+import type { EffectiveGroupSettings } from '@ws/groups';
+import type { Image } from '@ws/images';
 import { InvalidProfilePathError, mib, ProfileSync, resolveProfileLocation } from '@ws/profiles';
 import { PermanentFailure } from '@ws/queue';
-import type { User } from '@ws/users/user.entity';
+import type { User } from '@ws/users';
 import { PROFILE_LOCATION_INDEX, Workspace } from './workspace.entity';
 import { WorkspaceLifecycle } from './workspace-lifecycle.service';
 

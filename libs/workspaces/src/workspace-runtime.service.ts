@@ -6,8 +6,8 @@ import {
 } from '@ws/agent';
 import { AppConfig } from '@ws/common';
 import { jobId, JobProducer, PermanentFailure } from '@ws/queue';
-import { Server } from '@ws/servers/server.entity';
-import { Image } from '@ws/images/image.entity';
+import { Server } from '@ws/servers';
+import { Image } from '@ws/images';
 import { LIVE_STATUSES, Workspace, WorkspaceServerConnection } from './workspace.entity';
 import { ServerSessionRuntime } from './server-session-runtime';
 import { WorkspaceLifecycle } from './workspace-lifecycle.service';

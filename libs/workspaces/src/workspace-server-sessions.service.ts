@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { addSeconds, ApiError, AppConfig, ErrorCode, formatTimestamp, toWireId } from '@ws/common';
-import { Image } from '@ws/images/image.entity';
-import { ServerCredentialCipher, ServerCredentialError } from '@ws/images/server-credentials';
-import { ServerImagesService } from '@ws/images/server-images.service';
-import { resolveConnection, sessionModeOf } from '@ws/images/server-target';
+import { Image } from '@ws/images';
+import { ServerCredentialCipher, ServerCredentialError } from '@ws/images';
+import { ServerImagesService } from '@ws/images';
+import { resolveConnection, sessionModeOf } from '@ws/images';
 import { mintRelayCredential, rdpFile, rdpUrl } from './rdp-client-connection';
 import { operationalStatus } from './workspace.mappers';
 import { Workspace, WorkspaceServerConnection } from './workspace.entity';

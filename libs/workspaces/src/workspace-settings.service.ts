@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { effectiveSettings, EffectiveGroupSettings } from '@ws/groups/group-settings';
-import { GroupsService } from '@ws/groups/groups.service';
-import { SettingsService } from '@ws/settings/settings.service';
+import { effectiveSettings, EffectiveGroupSettings } from '@ws/groups';
+import { GroupsService } from '@ws/groups';
+import { SettingsService } from '@ws/settings';
 
 /** A user's effective group settings (client settings, keepalive, usage limit), as every workspace operation reads them. */
 @Injectable()

@@ -1,9 +1,9 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
-import { BigIntColumn, CreatedAt, NumericColumn, TimestampColumn, UpdatedAt } from '@ws/database/columns';
-import { Image } from '@ws/images/image.entity';
-import type { RdpClientType, ServerProtocol, ServerSessionMode } from '@ws/images/server-target';
-import { Server } from '@ws/servers/server.entity';
-import { User } from '@ws/users/user.entity';
+import { BigIntColumn, CreatedAt, NumericColumn, TimestampColumn, UpdatedAt } from '@ws/database';
+import { Image } from '@ws/images';
+import type { RdpClientType, ServerProtocol, ServerSessionMode } from '@ws/images';
+import { Server } from '@ws/servers';
+import { User } from '@ws/users';
 
 /**
  * Lifecycle: starting → running → stopping → deleted; starting or running → failed (container could not be

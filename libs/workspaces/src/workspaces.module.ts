@@ -1,15 +1,19 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { AgentModule } from '@ws/agent/agent.module';
-import { ImagesModule } from '@ws/images/images.module';
-import { Server } from '@ws/servers/server.entity';
-import { SessionToken } from '@ws/users/session-token.entity';
-import { UsersModule } from '@ws/users/users.module';
-import { Zone } from '@ws/zones/zone.entity';
+import { AgentModule } from '@ws/agent';
+import { ImagesModule } from '@ws/images';
+import { ServersModule } from '@ws/servers';
+import { Server } from '@ws/servers';
+import { SessionToken } from '@ws/users';
+import { UsersModule } from '@ws/users';
+import { Zone } from '@ws/zones';
 import { UserDeletion } from './user-deletion.service';
+import { UserWorkspaces } from './user-workspaces';
+import { ServerRetirement } from './server-retirement';
 import { ServerSessionRuntime } from './server-session-runtime';
 import { WorkspaceServerSessions } from './workspace-server-sessions.service';
 import { Workspace } from './workspace.entity';
+import { WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery } from './events/workspace-event.entity';
 import { WorkspaceLifecycle } from './workspace-lifecycle.service';
 import { WorkspaceRuntime } from './workspace-runtime.service';
 import { WorkspaceTeardown } from './workspace-teardown.service';
@@ -23,13 +27,13 @@ import { StreamStatsService } from './stream-stats.service';
 import { StagedClaimSlot } from './staged-claim';
 import { LaunchCommands } from './launch-commands';
 import { WorkspaceProfiles } from './workspace-profiles.service';
-import { ProfilesModule } from '@ws/profiles/profiles.module';
-import { EgressModule } from '@ws/egress/egress.module';
+import { ProfilesModule } from '@ws/profiles';
+import { EgressModule } from '@ws/egress';
 import { WorkspaceEgress } from './workspace-egress.service';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([Workspace, Server, Zone, SessionToken]), UsersModule, ImagesModule, AgentModule, ProfilesModule, EgressModule],
-  providers: [WorkspaceServerSessions, ServerSessionRuntime, WorkspaceEgress, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, WorkspaceReads, WorkspaceLive, StagedClaimSlot, WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands],
-  exports: [WorkspaceServerSessions, WorkspaceEgress, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, WorkspaceReads, WorkspaceLive, StagedClaimSlot, WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands, UsersModule, ImagesModule, AgentModule],
+  imports: [TypeOrmModule.forFeature([Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, Server, Zone, SessionToken]), UsersModule, ImagesModule, ServersModule, AgentModule, ProfilesModule, EgressModule],
+  providers: [ServerRetirement, UserWorkspaces, WorkspaceServerSessions, ServerSessionRuntime, WorkspaceEgress, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, WorkspaceReads, WorkspaceLive, StagedClaimSlot, WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands],
+  exports: [ServerRetirement, UserWorkspaces, WorkspaceServerSessions, WorkspaceEgress, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, WorkspaceReads, WorkspaceLive, StagedClaimSlot, WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands, UsersModule, ImagesModule, AgentModule],
 })
 export class WorkspacesModule {}

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, Repository } from 'typeorm';
 import { addSeconds, ApiError, ErrorCode, parseId, toWireId } from '@ws/common';
-import { EffectiveGroupSettings, usageWindowStart } from '@ws/groups/group-settings';
+import { EffectiveGroupSettings, usageWindowStart } from '@ws/groups';
 import { findLiveWorkspace } from './workspace-lookup';
 import { Workspace } from './workspace.entity';
 import { operationalStatus } from './workspace.mappers';

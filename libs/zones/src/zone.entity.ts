@@ -1,5 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-import { CreatedAt } from '@ws/database/columns';
+import { CreatedAt } from '@ws/database';
 
 @Entity('zones')
 export class Zone {

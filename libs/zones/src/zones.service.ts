@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { QueryFailedError, Repository } from 'typeorm';
 import { ApiError, ErrorCode, newId, toWireId } from '@ws/common';
-import { findByRef } from '@ws/database/find-by-ref';
+import { findByRef } from '@ws/database';
 import { Zone } from './zone.entity';
 
 export const DEFAULT_ZONE = 'default';

@@ -1,4 +1,4 @@
-import type { ClientSettings } from '@ws/groups/group-settings';
+import type { ClientSettings } from '@ws/groups';
 
 /** The two audio routes of a workspace: its sound out (port_map.audio) and the microphone in (port_map.audio_input). */
 export type AudioKind = 'audio' | 'audio_input';

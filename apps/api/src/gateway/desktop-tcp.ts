@@ -1,5 +1,5 @@
 import { connect, Socket } from 'node:net';
-import { ReadBufferPool } from '@ws/stream/read-buffer-pool';
+import { ReadBufferPool } from '@ws/stream';
 
 /**
  * Connects to a port of the workspace's desktop, failing after timeoutMs. With a pool, reads arrive as 'data'

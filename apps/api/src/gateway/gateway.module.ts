@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { RecordingCaptureModule } from '@ws/recordings/capture';
-import { SessionToken } from '@ws/users/session-token.entity';
+import { RecordingCaptureModule } from '@ws/recordings';
+import { SessionToken } from '@ws/users';
 import { WorkspacesModule } from '@ws/workspaces';
 import { AudioGateway } from './audio-gateway';
 import { StreamAdmission } from './stream-admission';

@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
-import { vncAuthResponse } from '@ws/stream/des';
+import { vncAuthResponse } from '@ws/stream';
 
 const SECURITY_NONE = 1;
 const SECURITY_VNC_AUTH = 2;

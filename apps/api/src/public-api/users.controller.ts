@@ -4,13 +4,14 @@ import {
   CreateUserRequest, DeleteUserRequest, GetUserRequest, SessionTokensService, TargetUserRequest, toUserAttributesResponse,
   toUserDetailResponse, toUserListItem, toUserResponse, UpdateAttributesRequest, UpdateUserRequest, UsersService,
 } from '@ws/users';
-import { UserDeletion } from '@ws/workspaces/user-deletion.service';
+import { UserDeletion, UserWorkspaces } from '@ws/workspaces';
 
 @Controller('api/public')
 export class UsersController {
   constructor(
     private readonly users: UsersService,
     private readonly deletion: UserDeletion,
+    private readonly userWorkspaces: UserWorkspaces,
     private readonly sessions: SessionTokensService,
   ) {}
 
@@ -24,7 +25,7 @@ export class UsersController {
   @Operation('get_user')
   async getUser(@Body() body: GetUserRequest) {
     const user = await this.users.findByLookup(body.target_user);
-    const [groups, workspaces] = await Promise.all([this.users.groupSummariesOf([user.id]), this.users.liveWorkspaceSummariesOf([user.id])]);
+    const [groups, workspaces] = await Promise.all([this.users.groupSummariesOf([user.id]), this.userWorkspaces.liveSummariesOf([user.id])]);
     return { user: toUserDetailResponse(user, groups.get(user.id) ?? [], workspaces.get(user.id) ?? []) };
   }
 
@@ -32,7 +33,7 @@ export class UsersController {
   async getUsers() {
     const users = await this.users.list();
     const ids = users.map((u) => u.id);
-    const [groups, workspaces] = await Promise.all([this.users.groupSummariesOf(ids), this.users.liveWorkspaceSummariesOf(ids)]);
+    const [groups, workspaces] = await Promise.all([this.users.groupSummariesOf(ids), this.userWorkspaces.liveSummariesOf(ids)]);
     return { users: users.map((u) => toUserListItem(u, groups.get(u.id) ?? [], workspaces.get(u.id) ?? [])) };
   }
 

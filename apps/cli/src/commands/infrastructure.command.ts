@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { toWireId } from '@ws/common';
 import { LOCAL_SERVER, Server, ServersService } from '@ws/servers';
+import { ServerRetirement } from '@ws/workspaces';
 import { DEFAULT_ZONE, toZoneResponse, Zone, ZoneChanges, ZonesService } from '@ws/zones';
 import { bytes, num, print, service } from '../context';
 
@@ -131,7 +132,7 @@ export function registerInfrastructureCommands(program: Command): void {
     print(rows.map(serverRow), o.json ?? false);
   });
   server.command('remove <server>').action(async (ref: string) => {
-    await (await service(ServersService)).remove(ref);
+    await (await service(ServerRetirement)).remove(ref);
     console.log(`removed server ${ref}`);
   });
 }

@@ -2,7 +2,7 @@ import { Type } from 'class-transformer';
 import {
   ArrayMaxSize, IsArray, IsBoolean, IsDefined, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, Matches, Max, MaxLength, Min, ValidateNested,
 } from 'class-validator';
-import { Settable } from '@ws/common/validation';
+import { Settable } from '@ws/common';
 
 /** Bounds that keep a typo from making a link that can never be limited or a list nobody can check. */
 export const MAX_CAST_SESSIONS = 1_000_000;

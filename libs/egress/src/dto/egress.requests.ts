@@ -1,6 +1,6 @@
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, IsArray, IsBoolean, IsDefined, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, Max, MaxLength, Min, ValidateNested } from 'class-validator';
-import { Settable } from '@ws/common/validation';
+import { Settable } from '@ws/common';
 
 /** Bounds that keep a typo from storing something no gateway could use. */
 export const MAX_ACTIVE_CONNECTION_LIMIT = 1_000_000;

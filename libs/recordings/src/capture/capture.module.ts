@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { StorageModule } from '@ws/storage';
-import { WorkspacesModule } from '@ws/workspaces/workspaces.module';
+import { WorkspacesModule } from '@ws/workspaces';
 import { RecordingsModule } from '../recordings.module';
 import { CaptureRowsModule } from './capture-rows.module';
 import { RecordingCapture } from './recording-capture.service';

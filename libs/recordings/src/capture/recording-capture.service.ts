@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { AppConfig } from '@ws/common';
 import { InjectObjectStore, ObjectStore } from '@ws/storage';
-import { WorkspaceSettings } from '@ws/workspaces/workspace-settings.service';
+import { WorkspaceSettings } from '@ws/workspaces';
 import { RecordingStores } from '../recording-stores';
 import { ABANDONED_AFTER_SEGMENTS, CaptureRows, capturePrefixOf } from './capture-rows';
 import { ThreadedUploader, UploadSegment, uploadInProcess } from './segment-uploader';

@@ -2,7 +2,7 @@ import { closeSync, constants as fsConstants, createWriteStream, openSync, rmSyn
 import { open, rm, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { finished } from 'node:stream/promises';
-import type { RfbSessionRecorder } from '@ws/stream/rfb-proxy';
+import type { RfbSessionRecorder } from '@ws/stream';
 import { CAPTURE_MAGIC, CaptureRecordKind, RECORD_HEADER_BYTES, segmentKey, writeRecordHeader } from '../capture-format';
 import type { CaptureOutcome } from './capture-rows';
 import type { UploadSegment } from './segment-uploader';

@@ -1,5 +1,5 @@
 import { ArrayMaxSize, IsArray, IsBoolean, IsNotEmpty, IsString } from 'class-validator';
-import { Settable } from '@ws/common/validation';
+import { Settable } from '@ws/common';
 
 /** Workspaces one get_sessions_recordings may name. */
 export const MAX_RECORDING_WORKSPACES = 500;

@@ -6,10 +6,10 @@ import { Z_SYNC_FLUSH, createDeflate } from 'node:zlib';
 import { encode as encodeJpeg } from 'jpeg-js';
 import { Encoding, PixelFormat, encodePixelFormat } from '@ws/stream';
 // The byte builders are libs/stream's own test helpers: one copy of the RFB wire primitives.
-import { cat, compactLength, rectHeader, serverInit as rfbServerInit, u16, u32, u8 } from '@ws/stream/rfb-test-helpers';
+import { cat, compactLength, rectHeader, serverInit as rfbServerInit, u16, u32, u8 } from '@ws/stream';
 import { CAPTURE_MAGIC, CaptureRecordKind, encodeCaptureRecord } from '../capture-format';
 
-export { cat, compactLength, rectHeader, u16, u32, u8, update } from '@ws/stream/rfb-test-helpers';
+export { cat, compactLength, rectHeader, u16, u32, u8, update } from '@ws/stream';
 
 export function format(bitsPerPixel: number, depth: number, bigEndian: boolean, max: [number, number, number], shift: [number, number, number], trueColour = true): PixelFormat {
   return { bitsPerPixel, depth, bigEndian, trueColour, redMax: max[0], greenMax: max[1], blueMax: max[2], redShift: shift[0], greenShift: shift[1], blueShift: shift[2] };

@@ -1,6 +1,6 @@
 import { Type } from 'class-transformer';
 import { IsBoolean, IsDefined, IsInt, IsNotEmpty, IsNumber, IsObject, IsPositive, IsString, Max, Min, ValidateNested } from 'class-validator';
-import { Settable } from '@ws/common/validation';
+import { Settable } from '@ws/common';
 
 /** Upper bounds that keep a typo from asking for a thousand containers or a pool that never refreshes. */
 export const MAX_STAGED_SESSIONS = 500;

@@ -1,5 +1,5 @@
 import { Type } from 'class-transformer';
-import { Settable } from '@ws/common/validation';
+import { Settable } from '@ws/common';
 import { IsBoolean, IsDefined, IsNotEmpty, IsObject, IsOptional, IsString, Length, MaxLength, ValidateIf, ValidateNested } from 'class-validator';
 
 const TEXT = 1024;

@@ -2,7 +2,7 @@ import { Type } from 'class-transformer';
 import {
   IsBoolean, IsIn, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, Matches, Max, MaxLength, Min, registerDecorator, ValidateNested, ValidationArguments,
 } from 'class-validator';
-import { Settable } from '@ws/common/validation';
+import { Settable } from '@ws/common';
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const RESERVED_ENV = new Set(['VNC_PASSWORD', 'X_RES', 'Y_RES', 'VNC_PORT', 'WORKSPACE_URL', 'LANG', 'TZ']);

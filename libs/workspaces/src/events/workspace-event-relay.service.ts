@@ -3,7 +3,7 @@ import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@ne
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryRunner } from 'typeorm';
-import { PgNotifications } from '@ws/database/pg-notifications';
+import { PgNotifications } from '@ws/database';
 import { retryDelayMs, WORKSPACE_EVENT_SUBSCRIBER_KEY, WorkspaceEventHandler, WorkspaceEventSubscriberOptions } from './workspace-event-subscriber';
 import type { WorkspaceEventMessage, WorkspaceEventType } from './workspace-event-types';
 import type { WorkspaceStatus } from '../workspace.entity';

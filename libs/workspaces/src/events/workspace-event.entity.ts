@@ -1,5 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn, PrimaryGeneratedColumn } from 'typeorm';
-import { BigIntColumn, CreatedAt, TimestampColumn, UpdatedAt } from '@ws/database/columns';
+import { BigIntColumn, CreatedAt, TimestampColumn, UpdatedAt } from '@ws/database';
 import type { WorkspaceEventType } from './workspace-event-types';
 
 /**

@@ -1,6 +1,6 @@
 import { ApiError } from '@ws/common';
-import { offeredCores, offeredMemory } from '@ws/workspaces/placement';
-import { checkCapacitySettings } from './servers.service';
+import { checkCapacitySettings } from '@ws/servers';
+import { offeredCores, offeredMemory } from './placement';
 
 describe('server capacity settings', () => {
   it('placement offers cores and memory times the overcommit factors', () => {

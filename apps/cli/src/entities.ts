@@ -1,0 +1,23 @@
+import { ApiKey } from '@ws/auth';
+import { CastConfig } from '@ws/casting';
+import { EgressConnection, EgressCredential, EgressCredentialGateway, EgressGateway, EgressProvider } from '@ws/egress';
+import { Group, UserGroup } from '@ws/groups';
+import { Image, ImageAttribute, ServerTargetRecord } from '@ws/images';
+import { License } from '@ws/licensing';
+import { PersistentProfile } from '@ws/profiles';
+import { SessionRecording } from '@ws/recordings';
+import { Server } from '@ws/servers';
+import { Setting } from '@ws/settings';
+import { StagingConfig } from '@ws/staging';
+import { LoginLink, SessionToken, User, UserAttributes } from '@ws/users';
+import { Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery } from '@ws/workspaces';
+import { Zone } from '@ws/zones';
+
+/**
+ * Every entity of every area, for what runs outside the Nest modules: the migration check and generation (the
+ * typeorm CLI reads ./data-source) and benchmarks. The running apps load each area's own (its module's forFeature).
+ */
+export const ALL_ENTITIES = [
+  ApiKey, Setting, User, UserAttributes, SessionToken, LoginLink, Group, UserGroup, Zone, Server, Image, ImageAttribute, ServerTargetRecord, Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, StagingConfig, CastConfig, SessionRecording, PersistentProfile, License,
+  EgressProvider, EgressGateway, EgressCredential, EgressCredentialGateway, EgressConnection,
+];

@@ -1,0 +1,22 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { In, Repository } from 'typeorm';
+import { ApiError, ErrorCode } from '@ws/common';
+import { ServersService } from '@ws/servers';
+import { LIVE_STATUSES, Workspace } from './workspace.entity';
+
+/** `server remove`: a Docker host goes only when no live workspace is on it (the servers library knows no workspaces). */
+@Injectable()
+export class ServerRetirement {
+  constructor(
+    @InjectRepository(Workspace) private readonly workspaces: Repository<Workspace>,
+    private readonly servers: ServersService,
+  ) {}
+
+  async remove(ref: string): Promise<void> {
+    const server = await this.servers.findByRef(ref);
+    const live = await this.workspaces.countBy({ serverId: server.id, status: In([...LIVE_STATUSES]) });
+    if (live > 0) throw new ApiError(ErrorCode.Conflict, `Server ${server.hostname} still has ${live} workspace(s)`);
+    await this.servers.remove(server);
+  }
+}
