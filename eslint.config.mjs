@@ -22,7 +22,7 @@ export default tseslint.config(
     languageOptions: { sourceType: 'module', globals: { window: 'readonly', document: 'readonly', location: 'readonly', sessionStorage: 'readonly', fetch: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', URLSearchParams: 'readonly', history: 'readonly', navigator: 'readonly', console: 'readonly', HTMLElement: 'readonly', Event: 'readonly', KeyboardEvent: 'readonly', AbortController: 'readonly', DOMException: 'readonly', URL: 'readonly', Node: 'readonly', XMLHttpRequest: 'readonly', queueMicrotask: 'readonly' } },
   },
   {
-    files: ['**/*.js', '**/*.mjs'],
+    files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
     rules: { '@typescript-eslint/no-require-imports': 'off' },
     languageOptions: { globals: { require: 'readonly', module: 'writable', process: 'readonly', console: 'readonly', __dirname: 'readonly' } },
   },

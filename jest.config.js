@@ -3,13 +3,13 @@ const swc = ['@swc/jest', { jsc: { parser: { syntax: 'typescript', decorators: t
 const shared = {
   transform: { '^.+\\.ts$': swc },
   moduleFileExtensions: ['ts', 'js', 'json'],
-  moduleNameMapper: { '^@ws/([a-z-]+)$': '<rootDir>/libs/$1/src', '^@ws/([a-z-]+)/(.+)$': '<rootDir>/libs/$1/src/$2' },
+  moduleNameMapper: { '^@ws/([a-z-]+)$': '<rootDir>/libs/$1/src' },
   testEnvironment: 'node',
 };
 module.exports = {
   testTimeout: 180000,
   projects: [
-    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts'] },
+    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts', '<rootDir>/test/structure/**/*.spec.ts'] },
     { ...shared, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'] },
   ],
 };
