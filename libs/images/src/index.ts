@@ -4,6 +4,7 @@ export * from './image.mappers';
 export * from './images.module';
 export * from './image-settings';
 export * from './server-target';
+export * from './target-address';
 export * from './server-target.entity';
 export * from './server-credentials';
 export * from './server-images.service';

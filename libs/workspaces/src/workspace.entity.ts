@@ -29,6 +29,11 @@ export interface WorkspaceServerConnection {
   domain: string;
   rdpClientType: RdpClientType | null;
   mode: ServerSessionMode;
+  /**
+   * The address the worker resolved `host` to and checked (TargetAddressPolicy) before connecting: the gateway,
+   * the bridge and the relay connect to it, never to the name again (DNS rebinding). Unset until provisioned.
+   */
+  address?: string;
 }
 
 export const LIVE_STATUSES: WorkspaceStatus[] = ['starting', 'running', 'stopping', 'failed'];
