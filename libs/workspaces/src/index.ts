@@ -11,6 +11,7 @@ export * from './workspace-teardown.service';
 export * from './workspace-lifecycle.service';
 export * from './events';
 export * from './user-deletion.service';
+export * from './anonymous-users.service';
 export * from './placement';
 export * from './launch-commands';
 export * from './staged-claim';
