@@ -71,13 +71,13 @@ done
 printf '%s' "$t"`;
 
 /**
- * Lists the regular files (not symlinks) of ~/Downloads, at most WS_MAX: `size mtime<TAB>name<NUL>` each, and
+ * Lists the regular files (not symlinks) of ~/Downloads the user may read, at most WS_MAX: `size mtime<TAB>name<NUL>` each, and
  * `more<NUL>` when there were more. No ~/Downloads lists nothing.
  */
 export const LIST_DOWNLOADS = `${ENTER('Downloads', 0)}
 n=0
 for f in * .[!.]* ..?*; do
-  [ -f "$f" ] && [ ! -L "$f" ] || continue
+  [ -f "$f" ] && [ ! -L "$f" ] && [ -r "$f" ] || continue
   n=$((n + 1))
   if [ "$n" -gt "$WS_MAX" ]; then printf 'more\\0'; break; fi
   s=$(stat -c '%s %Y' -- "$f") || continue
