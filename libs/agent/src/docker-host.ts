@@ -810,13 +810,23 @@ export class DockerHost {
     stdout.once('close', () => socket.destroy());
     socket.on('data', (chunk: Buffer) => frames.push(chunk));
     socket.on('error', (err) => (failure ??= err));
-    const closed = new Promise<void>((resolve) =>
-      socket.once('close', () => {
+    const closed = new Promise<void>((resolve) => {
+      let settled = false;
+      const settle = () => {
+        if (settled) return;
+        settled = true;
         if (failure) stdout.destroy(classifyDockerError(failure, { host: this.name, operation: `read exec output in ${containerId}`, containerId }));
         else stdout.end();
         resolve();
-      }),
-    );
+      };
+      // Docker half-closes when the process has exited and its output is sent. Stdin the process never read may
+      // still be queued on our side (it stopped reading): waiting for a full close would wait forever, so drop it.
+      socket.once('end', () => {
+        settle();
+        socket.destroy();
+      });
+      socket.once('close', settle);
+    });
     const stderrText = () => decodeStderr(stderr);
 
     return {

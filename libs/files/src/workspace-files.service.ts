@@ -97,19 +97,16 @@ export class WorkspaceFiles {
     const receiver = await this.stream(target, RECEIVE_UPLOAD, { WS_TEMP: temp, WS_NAME: name, WS_SIZE: String(declaredLength) }, true);
     const output = readSmall(receiver.stdout, MAX_NAME_OUTPUT);
     output.catch(() => undefined); // read below, once the exit code says it is the answer
-    let ended = false;
     // Whatever happens to the body, the process's stdin closes: the script then checks it got every byte.
     const closeStdin = () => {
       body.unpipe(receiver.stdin);
       receiver.stdin.end();
     };
-    body.once('end', () => {
-      ended = true;
-      closeStdin();
-    });
-    body.once('close', () => ended || closeStdin());
+    body.once('end', closeStdin);
+    body.once('close', closeStdin);
     body.once('error', closeStdin);
-    body.pipe(receiver.stdin, { end: false });
+    if (body.destroyed) closeStdin(); // gone while the directory was checked
+    else body.pipe(receiver.stdin, { end: false });
     let exitCode: number;
     try {
       ({ exitCode } = await receiver.wait(TRANSFER_BASE_MS + (declaredLength / TRANSFER_BYTES_PER_SECOND) * 1000));
@@ -118,7 +115,9 @@ export class WorkspaceFiles {
       body.unpipe(receiver.stdin);
       throw agentFailure(err, target.server);
     }
-    if (!ended || exitCode === SCRIPT_EXIT.wrongSize) throw new ApiError(ErrorCode.InvalidRequest, 'The upload was cut short');
+    // A script that stopped early (its directory changed under it) leaves the rest of the body unread: the exit
+    // code, not the body, says what happened.
+    if (exitCode === SCRIPT_EXIT.wrongSize) throw new ApiError(ErrorCode.InvalidRequest, 'The upload was cut short');
     if (exitCode === SCRIPT_EXIT.noName) throw new ApiError(ErrorCode.Conflict, `Could not name the upload ${JSON.stringify(name)} in ~/Uploads`);
     if (exitCode !== 0) throw directoryRefused('Uploads', exitCode);
     return { name: await output, size: declaredLength };
