@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import Docker from 'dockerode';
 import type { Browser, Page } from 'playwright-core';
+import { DataSource } from 'typeorm';
 import { waitForRfb } from '@ws/agent/rfb';
 import { randomSecret } from '@ws/common';
 import { ServerImagesService } from '@ws/images';
@@ -231,6 +232,9 @@ describe('server sessions on real servers', () => {
       const workspaceId = await request({ image_id: imageId });
       const running = await waitForRunningWorkspace(api, key, workspaceId, userId, 200);
       expect(running.workspace.container_id).toEqual(expect.any(String));
+      // The worker checked the target's address and keeps it: the bridge was given that address, not a name to look up.
+      const [row] = await api.app.get(DataSource).query('SELECT server_connection FROM workspaces WHERE id = $1', [workspaceId]);
+      expect(row.server_connection).toMatchObject({ host: ip, address: ip, mode: 'bridge' });
       await rendersInChromium(running.workspace_url, [0x87, 0x00, 0xaf], 0.3);
       await destroy(workspaceId);
     });
