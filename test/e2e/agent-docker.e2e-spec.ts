@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { randomSecret } from '@ws/common';
 import {
@@ -210,6 +211,22 @@ describe('agent on a real Docker engine', () => {
     const started = await host.exec(containerId, { cmd: 'sleep 0.2; touch /tmp/detached-done', wait: false });
     expect(started.execId).toMatch(/^[0-9a-f]{64}$/);
     await waitFor('the detached command', async () => ((await host.exec(containerId, { cmd: 'test -f /tmp/detached-done' })).exitCode === 0 ? true : undefined));
+  });
+
+  it('streams stdin and stdout of a process running as the sandboxed user; ends when it exits without reading all its stdin', async () => {
+    const data = randomBytes(3 * 1024 * 1024);
+    const echo = await host.execStream(containerId, { cmd: 'id -u >&2; cat', stdin: true });
+    const chunks: Buffer[] = [];
+    echo.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
+    echo.stdin.end(data);
+    expect(await echo.wait(30_000)).toEqual({ exitCode: 0, stderr: '1000\n' });
+    expect(Buffer.concat(chunks).equals(data)).toBe(true);
+
+    // It stops reading and exits while more is queued for it: Docker half-closes, the wait does not hang.
+    const early = await host.execStream(containerId, { cmd: 'head -c 10 > /dev/null; exit 5', stdin: true });
+    early.stdout.resume();
+    early.stdin.write(randomBytes(8 * 1024 * 1024));
+    expect((await early.wait(30_000)).exitCode).toBe(5);
   });
 
   it('lists by labels', async () => {

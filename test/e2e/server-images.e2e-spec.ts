@@ -32,9 +32,11 @@ describe('server images', () => {
   const saved = { ...process.env };
 
   beforeAll(async () => {
-    api = await TestApi.start({ SERVER_CREDENTIALS_KEY: CREDENTIALS_KEY });
+    // Its images point at loopback, which an operator allows explicitly (server-targets-ssrf.e2e-spec.ts: the default refuses it).
+    api = await TestApi.start({ SERVER_CREDENTIALS_KEY: CREDENTIALS_KEY, SERVER_TARGETS_ALLOW: '127.0.0.0/8' });
     Object.assign(process.env, {
       DATABASE_NAME: api.config.DATABASE_NAME, REDIS_PREFIX: api.config.REDIS_PREFIX, DEPLOYMENT_ID: api.config.DEPLOYMENT_ID, LOG_LEVEL: 'error', SERVER_CREDENTIALS_KEY: CREDENTIALS_KEY,
+      SERVER_TARGETS_ALLOW: '127.0.0.0/8',
     });
     db = api.app.get(DataSource);
     admin = await api.key(['Global Admin']);

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import Docker from 'dockerode';
 import type { Browser, Page } from 'playwright-core';
+import { DataSource } from 'typeorm';
 import { waitForRfb } from '@ws/agent';
 import { randomSecret } from '@ws/common';
 import { ServerImagesService } from '@ws/images';
@@ -65,7 +66,10 @@ describe('server sessions on real servers', () => {
 
   beforeAll(async () => {
     servers = testServersImage(); // before any worker runs: a build blocks this process
-    const started = await startBrowserSuiteApi({ SERVER_CREDENTIALS_KEY: CREDENTIALS_KEY, SERVER_BRIDGE_IMAGE: desktopImage() });
+    // The suite's servers are on loopback (VNC) and Docker's default network (RDP, SSH): allowed by the operator's settings.
+    const started = await startBrowserSuiteApi({
+      SERVER_CREDENTIALS_KEY: CREDENTIALS_KEY, SERVER_BRIDGE_IMAGE: desktopImage(), SERVER_TARGETS_ALLOW: '127.0.0.0/8', SERVER_TARGETS_ALLOW_PRIVATE: true,
+    });
     ({ api, base } = started);
     desktop = started.imageName;
     await registerLocalServer(api);
@@ -205,9 +209,10 @@ describe('server sessions on real servers', () => {
     it('fails with a clear message for a wrong password, and for a server that is not there', async () => {
       expect(await failureOf(await request({ image_id: imageId, connection_info: { password: 'not-the-password' } })))
         .toBe(`Could not start the workspace: VNC server 127.0.0.1:${port} refused the credentials (wrong password)`);
+      // Another port takes a password of the request's own (the stored one answers only the image's own server).
       const closed = await freePort();
-      expect(await failureOf(await request({ image_id: imageId, connection_info: { port: closed } })))
-        .toBe(`Could not start the workspace: VNC server 127.0.0.1:${closed} refused the connection (nothing listens there)`);
+      expect(await failureOf(await request({ image_id: imageId, connection_info: { port: closed, password: VNC_PASSWORD } })))
+        .toBe(`Could not start the workspace: Could not connect to the VNC server 127.0.0.1:${closed}, or it did not answer as a VNC server`);
     });
   });
 
@@ -227,6 +232,9 @@ describe('server sessions on real servers', () => {
       const workspaceId = await request({ image_id: imageId });
       const running = await waitForRunningWorkspace(api, key, workspaceId, userId, 200);
       expect(running.workspace.container_id).toEqual(expect.any(String));
+      // The worker checked the target's address and keeps it: the bridge was given that address, not a name to look up.
+      const [row] = await api.app.get(DataSource).query('SELECT server_connection FROM workspaces WHERE id = $1', [workspaceId]);
+      expect(row.server_connection).toMatchObject({ host: ip, address: ip, mode: 'bridge' });
       await rendersInChromium(running.workspace_url, [0x87, 0x00, 0xaf], 0.3);
       await destroy(workspaceId);
     });
@@ -261,7 +269,8 @@ describe('server sessions on real servers', () => {
 
     it('fails with a clear message for a server that is not there', async () => {
       // The SSH test server's address: nothing listens on 3389 there.
-      expect(await failureOf(await request({ image_id: imageId, rdp_client_type: 'GUAC', connection_info: { host: sshIp } }))).toMatch(new RegExp(`RDP server ${sshIp.replace(/\./g, '\\.')}:3389`));
+      expect(await failureOf(await request({ image_id: imageId, rdp_client_type: 'GUAC', connection_info: { host: sshIp, password: TESTER_PASSWORD } })))
+        .toBe(`Could not start the workspace: Could not connect to the RDP server ${sshIp}:3389, or it did not answer as an RDP server`);
     });
   });
 

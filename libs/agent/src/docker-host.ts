@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import type { Duplex, Readable } from 'node:stream';
+import { PassThrough } from 'node:stream';
+import type { Duplex, Readable, Writable } from 'node:stream';
 import Docker from 'dockerode';
 import { LABELS } from './labels';
 import {
@@ -20,7 +21,7 @@ import {
   InvalidExecOptionsError,
 } from './errors';
 import { waitForRfb, WaitForRfbOptions } from './rfb';
-import { DockerOutputCollector } from './stream-demux';
+import { DockerFrameReader, DockerOutputCollector } from './stream-demux';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Types
@@ -146,6 +147,32 @@ export interface ExecResult {
 
 export interface DetachedExec {
   execId: string;
+}
+
+export interface StreamExecOptions {
+  /** Run as `/bin/sh -c <cmd>`, always as the container's configured (sandboxed) user. */
+  cmd: string;
+  environment?: Record<string, string>;
+  /** Attach the process's standard input (written through `stdin`). Default false. */
+  stdin?: boolean;
+  /** Stderr kept for `wait`'s answer; default 64 KiB. */
+  maxStderrBytes?: number;
+}
+
+/** A process running in a container with its standard streams connected as they flow (see DockerHost.execStream). */
+export interface StreamingExec {
+  execId: string;
+  /** The process's standard input (with `stdin: true`): writes reach it in order, end() closes it. */
+  stdin: Writable;
+  /** The process's standard output as it arrives; reading slowly slows the process down. Ends when it exits. */
+  stdout: Readable;
+  /**
+   * Waits, at most timeoutMs in all, until the process's output was delivered and it exited: its exit code and the
+   * kept stderr. Past the bound: ExecTimeoutError (the connection is dropped; the process may still run).
+   */
+  wait(timeoutMs: number): Promise<{ exitCode: number; stderr: string }>;
+  /** Drops the connection: the process sees its stdin close and its further output is discarded. */
+  close(): void;
 }
 
 export interface DockerInfo {
@@ -339,6 +366,7 @@ interface WithOptions {
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const decodeStderr = (parts: Buffer[]) => Buffer.concat(parts).toString('utf8');
 
 // ---------------------------------------------------------------------------------------------------------------
 
@@ -725,16 +753,7 @@ export class DockerHost {
     if (!finished) throw new ExecTimeoutError(exec.id, timeoutMs, partial());
 
     // The stream ends when the process exits; the exit code may lag by a few ms.
-    let exitCode: number | null = null;
-    for (let delay = 5; ; delay = Math.min(delay * 2, 100)) {
-      const info = await this.call(`inspect exec in ${containerId}`, ctx, (abortSignal) => exec.inspect({ abortSignal }), Math.min(this.requestTimeoutMs, left()));
-      if (!info.Running && typeof info.ExitCode === 'number') {
-        exitCode = info.ExitCode;
-        break;
-      }
-      if (deadline - performance.now() <= delay) throw new ExecTimeoutError(exec.id, timeoutMs, partial());
-      await sleep(delay);
-    }
+    const exitCode = await this.exitCodeOf(exec, containerId, deadline, () => new ExecTimeoutError(exec.id, timeoutMs, partial()));
     stream.destroy();
     return {
       execId: exec.id,
@@ -749,4 +768,95 @@ export class DockerHost {
       durationMs: Math.round(performance.now() - started),
     };
   }
+
+  /**
+   * Runs `/bin/sh -c cmd` in a running container as its configured (sandboxed) user, never root, with stdout
+   * streamed as it comes and, with `stdin: true`, stdin fed by the caller: file bytes pass through a process bound
+   * by that user's permissions. Creating and starting are bounded like any call; the run itself by `wait`.
+   */
+  async execStream(containerId: string, options: StreamExecOptions): Promise<StreamingExec> {
+    validateExecOptions({ cmd: options.cmd, environment: options.environment });
+    const ctx = { containerId };
+    const exec = await this.call(`create exec in ${containerId}`, ctx, (abortSignal) =>
+      this.docker.getContainer(containerId).exec({
+        Cmd: ['/bin/sh', '-c', options.cmd],
+        AttachStdin: options.stdin === true,
+        AttachStdout: true,
+        AttachStderr: true,
+        Tty: false,
+        Env: Object.entries(options.environment ?? {}).map(([k, v]) => `${k}=${v}`),
+        abortSignal,
+      }),
+    );
+    const socket = (await this.call(`start exec in ${containerId}`, ctx, (abortSignal) => exec.start({ hijack: true, stdin: false, Detach: false, Tty: false, abortSignal }))) as Duplex;
+
+    const stdout = new PassThrough();
+    const maxStderr = options.maxStderrBytes ?? DEFAULT_EXEC_MAX_OUTPUT_BYTES;
+    const stderr: Buffer[] = [];
+    let stderrKept = 0;
+    let failure: unknown = null;
+    const frames = new DockerFrameReader((stream, data) => {
+      if (stream === 1) {
+        // Backpressure: a slow reader pauses the connection, and so, through Docker's pipes, the process.
+        if (!stdout.destroyed && !stdout.write(data)) socket.pause();
+      } else if (stream === 2 && stderrKept < maxStderr) {
+        const part = data.subarray(0, maxStderr - stderrKept);
+        stderr.push(Buffer.from(part));
+        stderrKept += part.length;
+      }
+    });
+    stdout.on('drain', () => socket.resume());
+    // A reader that gives up (destroys stdout) drops the connection.
+    stdout.once('close', () => socket.destroy());
+    socket.on('data', (chunk: Buffer) => frames.push(chunk));
+    socket.on('error', (err) => (failure ??= err));
+    const closed = new Promise<void>((resolve) => {
+      let settled = false;
+      const settle = () => {
+        if (settled) return;
+        settled = true;
+        if (failure) stdout.destroy(classifyDockerError(failure, { host: this.name, operation: `read exec output in ${containerId}`, containerId }));
+        else stdout.end();
+        resolve();
+      };
+      // Docker half-closes when the process has exited and its output is sent. Stdin the process never read may
+      // still be queued on our side (it stopped reading): waiting for a full close would wait forever, so drop it.
+      socket.once('end', () => {
+        settle();
+        socket.destroy();
+      });
+      socket.once('close', settle);
+    });
+    const stderrText = () => decodeStderr(stderr);
+
+    return {
+      execId: exec.id,
+      stdin: socket,
+      stdout,
+      close: () => socket.destroy(),
+      wait: async (timeoutMs: number) => {
+        const deadline = performance.now() + timeoutMs;
+        const timedOut = () => {
+          socket.destroy();
+          return new ExecTimeoutError(exec.id, timeoutMs, { stdout: '', stderr: stderrText(), truncated: false });
+        };
+        let timer: NodeJS.Timeout | undefined;
+        const inTime = await Promise.race([closed.then(() => true), new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)))]);
+        clearTimeout(timer);
+        if (!inTime) throw timedOut();
+        return { exitCode: await this.exitCodeOf(exec, containerId, deadline, timedOut), stderr: stderrText() };
+      },
+    };
+  }
+
+  /** The exit code of an exec whose output ended: Docker may report it a few ms later; polled until `deadline`. */
+  private async exitCodeOf(exec: Docker.Exec, containerId: string, deadline: number, timedOut: () => Error): Promise<number> {
+    for (let delay = 5; ; delay = Math.min(delay * 2, 100)) {
+      const info = await this.call(`inspect exec in ${containerId}`, { containerId }, (abortSignal) => exec.inspect({ abortSignal }), Math.min(this.requestTimeoutMs, Math.max(1, deadline - performance.now())));
+      if (!info.Running && typeof info.ExitCode === 'number') return info.ExitCode;
+      if (deadline - performance.now() <= delay) throw timedOut();
+      await sleep(delay);
+    }
+  }
+
 }

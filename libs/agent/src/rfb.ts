@@ -77,7 +77,8 @@ export function probeBanner(host: string, port: number, timeoutMs: number, signa
       if (received.length < BANNER_LENGTH) return;
       const banner = received.subarray(0, BANNER_LENGTH).toString('latin1');
       if (BANNER.test(banner)) finish(null, banner.trimEnd());
-      else finish(new Error(`unexpected banner ${JSON.stringify(banner)}`));
+      // Never the bytes themselves: this text can reach an operational_message.
+      else finish(new Error(`the first ${BANNER_LENGTH} bytes are not an RFB banner`));
     });
     socket.on('error', (err) => finish(err));
     socket.on('close', () => finish(new Error(`connection closed after ${received.length} bytes, before the RFB banner`)));

@@ -1,22 +1,15 @@
 /**
- * Demultiplexes Docker's attach/exec stream (Tty false): frames of an 8-byte header
+ * Splits Docker's attach/exec stream (Tty false) as it arrives: frames of an 8-byte header
  * [stream(1) 0 0 0 size(uint32 BE)] followed by `size` bytes, stream 1 = stdout, 2 = stderr (0 = stdin echo).
- * Keeps at most `maxBytes` of each stream; the rest is counted and dropped. Headers may be split across chunks.
+ * Hands each piece of a frame's body to `onData` at once (a frame may arrive in many chunks, headers split too).
  */
-export class DockerOutputCollector {
-  private readonly out: Buffer[] = [];
-  private readonly err: Buffer[] = [];
-  private outKept = 0;
-  private errKept = 0;
-  /** Total bytes seen per stream (including dropped ones). */
-  stdoutBytes = 0;
-  stderrBytes = 0;
+export class DockerFrameReader {
   private header = Buffer.alloc(8);
   private headerFill = 0;
   private frameRemaining = 0;
   private frameStream = 0;
 
-  constructor(private readonly maxBytes: number) {}
+  constructor(private readonly onData: (stream: number, data: Buffer) => void) {}
 
   push(chunk: Buffer): void {
     let offset = 0;
@@ -33,10 +26,31 @@ export class DockerOutputCollector {
         continue;
       }
       const take = Math.min(this.frameRemaining, chunk.length - offset);
-      this.keep(this.frameStream, chunk.subarray(offset, offset + take));
+      this.onData(this.frameStream, chunk.subarray(offset, offset + take));
       this.frameRemaining -= take;
       offset += take;
     }
+  }
+}
+
+/**
+ * Demultiplexes Docker's attach/exec stream (Tty false, see DockerFrameReader) into stdout and stderr.
+ * Keeps at most `maxBytes` of each stream; the rest is counted and dropped.
+ */
+export class DockerOutputCollector {
+  private readonly out: Buffer[] = [];
+  private readonly err: Buffer[] = [];
+  private outKept = 0;
+  private errKept = 0;
+  /** Total bytes seen per stream (including dropped ones). */
+  stdoutBytes = 0;
+  stderrBytes = 0;
+  private readonly frames = new DockerFrameReader((stream, data) => this.keep(stream, data));
+
+  constructor(private readonly maxBytes: number) {}
+
+  push(chunk: Buffer): void {
+    this.frames.push(chunk);
   }
 
   private keep(stream: number, data: Buffer): void {

@@ -104,6 +104,18 @@ export class AppConfig {
    * private networks. Default `bridge` (Docker's default network); an image restricted to a network uses its own.
    */
   @Matches(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, { message: 'must be a Docker network name' }) SERVER_BRIDGE_NETWORK = 'bridge';
+  /**
+   * Server images' targets and request overrides on private networks (10/8, 172.16/12, 192.168/16, 100.64/10,
+   * fc00::/7): refused unless true. Loopback, link-local and metadata addresses are refused either way.
+   */
+  @Transform(toBool) @IsBoolean() SERVER_TARGETS_ALLOW_PRIVATE = false;
+  /**
+   * Server targets allowed although private, loopback or link-local (comma-separated addresses or CIDRs, e.g.
+   * 127.0.0.0/8 for a server on the Docker host itself). Cloud metadata, unspecified, multicast and reserved
+   * addresses are never allowed. Empty (the default): none.
+   */
+  @ValidateBy({ name: 'isAddressList', validator: { validate: isAddressList, defaultMessage: () => 'must be comma-separated IP addresses or CIDRs' } })
+  SERVER_TARGETS_ALLOW = '';
   /** How long a credential from get_rdp_client_connection_info admits a new connection to the workspace's RDP relay. */
   @Transform(toInt) @IsInt() @Min(30) @Max(86_400) RDP_CLIENT_CREDENTIAL_TTL_SECONDS = 300;
   /** S3-compatible endpoint for s3:// urls (http(s)://host[:port]); empty: AWS's own endpoint for S3_REGION. */
@@ -186,7 +198,7 @@ export class AppConfig {
   @Transform(toInt) @IsInt() @Min(1) @Max(10_000) DOWNLOAD_LIST_MAX = 500;
 }
 
-/** The entries of a comma-separated list (TRUSTED_PROXIES). */
+/** The entries of a comma-separated list (TRUSTED_PROXIES, SERVER_TARGETS_ALLOW). */
 export function addressList(value: string): string[] {
   return value.split(',').map((entry) => entry.trim()).filter(Boolean);
 }

@@ -8,7 +8,7 @@ describe('checkFileName', () => {
 
   it.each([
     ['', /Name the file/], ['.', /not allowed/], ['..', /not allowed/], ['a/b', /must not contain/], ['../x', /must not contain/], ['a\\b', /must not contain/],
-    ['line\nbreak', /control/], ['nul\u0000', /control/], ['del\u007f', /control/], ['c1\u0085', /control/], ['   ', /blank/],
+    ['line\nbreak', /control/], ['nul\u0000', /control/], ['del\u007f', /control/], ['c1\u0085', /control/], ['   ', /blank/], ['y ', /start or end/], [' y', /start or end/], ['y\u00a0', /start or end/],
     ['x'.repeat(256), /255 bytes/], ['é'.repeat(128), /255 bytes/], ['half\ud800', /valid Unicode/], [42, /Name the file/], [undefined, /Name the file/],
   ])('refuses %j with a 400', (name, message) => {
     let caught: unknown;

@@ -11,7 +11,7 @@ const LONE_SURROGATE = /\p{Cs}/u;
 
 /**
  * A file name that stays inside ~/Uploads or ~/Downloads: one path segment, no separators (`/`, `\`), not `.`
- * or `..`, no control characters, at most 255 UTF-8 bytes. Anything else is refused (400), never rewritten:
+ * or `..`, no control characters, no space at either end, at most 255 UTF-8 bytes. Anything else is refused (400), never rewritten:
  * the client shows the name it sent, so a silently changed one would surprise.
  */
 export function checkFileName(name: unknown): string {
@@ -20,6 +20,8 @@ export function checkFileName(name: unknown): string {
   if (name.includes('/') || name.includes('\\')) throw new ApiError(ErrorCode.InvalidRequest, 'File names must not contain / or \\');
   if (CONTROL.test(name)) throw new ApiError(ErrorCode.InvalidRequest, 'File names must not contain control characters');
   if (name.trim() === '') throw new ApiError(ErrorCode.InvalidRequest, 'File names must not be blank');
+  // A name that differs from what is shown only by invisible spaces misleads, as a path would.
+  if (name.trim() !== name) throw new ApiError(ErrorCode.InvalidRequest, 'File names must not start or end with a space');
   if (Buffer.byteLength(name, 'utf8') > MAX_NAME_BYTES) throw new ApiError(ErrorCode.InvalidRequest, `File names are at most ${MAX_NAME_BYTES} bytes`);
   if (LONE_SURROGATE.test(name)) throw new ApiError(ErrorCode.InvalidRequest, 'File names must be valid Unicode');
   return name;

@@ -1,17 +1,18 @@
 import { randomBytes } from 'node:crypto';
-import { Readable } from 'node:stream';
-import { Injectable, Logger } from '@nestjs/common';
-import * as tar from 'tar-stream';
-import { ContainerPathNotFoundError, DockerHost, DockerHosts } from '@ws/agent';
+import { Readable, Transform } from 'node:stream';
+import { Injectable } from '@nestjs/common';
+import { DockerHost, DockerHosts, StreamingExec } from '@ws/agent';
 import { ApiError, AppConfig, ErrorCode, formatTimestamp } from '@ws/common';
 import type { Server } from '@ws/servers';
 import { agentFailure, withOverride, Workspace, WorkspaceAccess, WorkspacesService } from '@ws/workspaces';
-import { DISCARD_UPLOAD, FINISH_UPLOAD, LIST_DOWNLOADS, LOCATE_DOWNLOAD, PREPARE_UPLOADS } from './container-scripts';
+import { LIST_DOWNLOADS, PREPARE_UPLOADS, RECEIVE_UPLOAD, SCRIPT_EXIT, SEND_DOWNLOAD } from './container-scripts';
 import { checkFileName, isTransferableName } from './file-names';
 
 const MiB = 1024 * 1024;
 const EXEC_TIMEOUT_MS = 30_000;
-/** A slow link still finishes: the archive call may take a minute plus a second per 256 KiB. */
+/** An upload's final name (at most 255 bytes, plus a " (n)" suffix). */
+const MAX_NAME_OUTPUT = 1024;
+/** A slow link still finishes: an upload may take a minute plus a second per 256 KiB. */
 const TRANSFER_BASE_MS = 60_000;
 const TRANSFER_BYTES_PER_SECOND = 256 * 1024;
 
@@ -38,13 +39,12 @@ export interface DownloadStream {
 }
 
 /**
- * In-session file transfer: uploads into ~/Uploads and downloads from ~/Downloads of a workspace's container
- * through Docker's archive API (nothing runs in the image but sh for the small checks), streamed both ways.
+ * In-session file transfer: uploads into ~/Uploads and downloads from ~/Downloads of a workspace's container,
+ * streamed both ways through small sh scripts that run as the workspace's own user (container-scripts.ts): never
+ * through Docker's archive API, which runs as root and would follow the user's symlinks with root's rights.
  */
 @Injectable()
 export class WorkspaceFiles {
-  private readonly logger = new Logger(WorkspaceFiles.name);
-
   constructor(
     private readonly access: WorkspaceAccess,
     private readonly workspaces: WorkspacesService,
@@ -80,56 +80,47 @@ export class WorkspaceFiles {
   }
 
   /**
-   * Streams `body` (exactly `declaredLength` bytes) into ~/Uploads/<name>, owned by the container's user. The bytes
-   * land under a hidden temporary name and are renamed only once complete; a body cut short, or any failure,
-   * removes the temporary file, so ~/Uploads never holds a half-written file. A taken name gets a " (n)" suffix.
+   * Streams `body` (exactly `declaredLength` bytes) into ~/Uploads/<name> through a process running as the
+   * workspace's user, so the file is theirs and lands only where they may write. The bytes go to a hidden
+   * temporary name, renamed only once complete; a body cut short, or any failure, removes the temporary file, so
+   * ~/Uploads never holds a half-written file. A taken name gets a " (n)" suffix.
    */
   async upload(target: FileTarget, rawName: unknown, declaredLength: number | null, body: Readable): Promise<{ name: string; size: number }> {
     const name = checkFileName(rawName);
     if (declaredLength === null) throw new ApiError(ErrorCode.InvalidRequest, 'Send the file with a Content-Length header');
     const max = this.config.UPLOAD_MAX_MB * MiB;
     if (declaredLength > max) throw new ApiError(ErrorCode.PayloadTooLarge, `The file (${declaredLength} bytes) is larger than the upload limit (${this.config.UPLOAD_MAX_MB} MiB)`);
-    const { host, containerId, server } = target;
     const prepared = await this.run(target, PREPARE_UPLOADS, {});
-    if (prepared.exitCode !== 0) throw new ApiError(ErrorCode.InvalidState, 'The workspace has no writable ~/Uploads for its user');
-    const [uid, gid, directory] = prepared.stdout.trim().split('\n');
-    if (!/^\d+$/.test(uid ?? '') || !/^\d+$/.test(gid ?? '') || !directory?.startsWith('/')) {
-      throw new ApiError(ErrorCode.InvalidState, 'The workspace did not say who its user is (id -u, id -g)');
-    }
+    if (prepared.exitCode !== 0) throw directoryRefused('Uploads', prepared.exitCode);
 
     const temp = `.ws-upload-${randomBytes(8).toString('hex')}.part`;
-    const pack = tar.pack();
-    const entry = pack.entry({ name: temp, type: 'file', size: declaredLength, mode: 0o644, uid: Number(uid), gid: Number(gid), mtime: new Date() }, (err) => {
-      if (err) pack.destroy(err);
-      else pack.finalize();
-    });
-    // The entry's own errors (a body cut short) end the pack, which is what putArchive reports.
-    entry.on('error', () => undefined);
-    const cutShort = () => new ApiError(ErrorCode.InvalidRequest, 'The upload was cut short');
-    let ended = false;
-    body.once('end', () => (ended = true));
-    body.once('aborted', () => pack.destroy(cutShort()));
-    body.once('error', () => pack.destroy(cutShort()));
-    body.pipe(entry);
+    const receiver = await this.stream(target, RECEIVE_UPLOAD, { WS_TEMP: temp, WS_NAME: name, WS_SIZE: String(declaredLength) }, true);
+    const output = readSmall(receiver.stdout, MAX_NAME_OUTPUT);
+    output.catch(() => undefined); // read below, once the exit code says it is the answer
+    // Whatever happens to the body, the process's stdin closes: the script then checks it got every byte.
+    const closeStdin = () => {
+      body.unpipe(receiver.stdin);
+      receiver.stdin.end();
+    };
+    body.once('end', closeStdin);
+    body.once('close', closeStdin);
+    body.once('error', closeStdin);
+    if (body.destroyed) closeStdin(); // gone while the directory was checked
+    else body.pipe(receiver.stdin, { end: false });
+    let exitCode: number;
     try {
-      await host.putArchive(containerId, directory, Readable.from(pack), TRANSFER_BASE_MS + (declaredLength / TRANSFER_BYTES_PER_SECOND) * 1000);
-      if (!ended) throw cutShort();
+      ({ exitCode } = await receiver.wait(TRANSFER_BASE_MS + (declaredLength / TRANSFER_BYTES_PER_SECOND) * 1000));
     } catch (err) {
-      body.unpipe(entry);
-      pack.destroy();
-      await this.discard(target, temp);
-      if (!ended) throw cutShort();
-      throw err instanceof ApiError ? err : agentFailure(err, server);
+      // Out of time: the dropped connection closes stdin, and the script removes its temporary file itself.
+      body.unpipe(receiver.stdin);
+      throw agentFailure(err, target.server);
     }
-    const finished = await this.run(target, FINISH_UPLOAD, { WS_TEMP: temp, WS_NAME: name }).catch(async (err: unknown) => {
-      await this.discard(target, temp);
-      throw err;
-    });
-    if (finished.exitCode !== 0) {
-      await this.discard(target, temp);
-      throw new ApiError(ErrorCode.Conflict, `Could not name the upload ${JSON.stringify(name)} in ~/Uploads (exit ${finished.exitCode})`);
-    }
-    return { name: finished.stdout, size: declaredLength };
+    // A script that stopped early (its directory changed under it) leaves the rest of the body unread: the exit
+    // code, not the body, says what happened.
+    if (exitCode === SCRIPT_EXIT.wrongSize) throw new ApiError(ErrorCode.InvalidRequest, 'The upload was cut short');
+    if (exitCode === SCRIPT_EXIT.noName) throw new ApiError(ErrorCode.Conflict, `Could not name the upload ${JSON.stringify(name)} in ~/Uploads`);
+    if (exitCode !== 0) throw directoryRefused('Uploads', exitCode);
+    return { name: await output, size: declaredLength };
   }
 
   /** The regular files of ~/Downloads (newest first), at most DOWNLOAD_LIST_MAX; `truncated` when there were more. */
@@ -137,7 +128,7 @@ export class WorkspaceFiles {
     const max = this.config.DOWNLOAD_LIST_MAX;
     // Each record is at most ~300 bytes (a 255-byte name plus size and time).
     const result = await this.run(target, LIST_DOWNLOADS, { WS_MAX: String(max) }, max * 320 + 1024);
-    if (result.exitCode !== 0) throw new ApiError(ErrorCode.Unavailable, `Listing ~/Downloads failed (exit ${result.exitCode})`);
+    if (result.exitCode !== 0) throw directoryRefused('Downloads', result.exitCode);
     let truncated = result.truncated;
     const files: DownloadEntry[] = [];
     for (const record of result.stdout.split('\0')) {
@@ -154,36 +145,44 @@ export class WorkspaceFiles {
   }
 
   /**
-   * ~/Downloads/<name> as a stream of exactly `size` bytes, read from Docker's archive of it (the tar is parsed
-   * on the fly; its one entry's body is handed on, never buffered). Not a regular file the user may read: 404.
-   * The caller must consume or destroy `body`.
+   * ~/Downloads/<name> as a stream of exactly `size` bytes, read by a process running as the workspace's user (the
+   * kernel decides what it may open, symlinks included), passed on as it comes, never buffered. Not a regular file
+   * the user may read: 404. The caller must consume or destroy `body`; a file that shrinks while it is sent makes
+   * `body` fail rather than end short.
    */
   async download(target: FileTarget, rawName: unknown): Promise<DownloadStream> {
     const name = checkFileName(rawName);
-    const { host, containerId, server } = target;
-    const located = await this.run(target, LOCATE_DOWNLOAD, { WS_NAME: name });
-    const directory = located.stdout.trim();
-    if (located.exitCode !== 0 || !directory.startsWith('/')) throw notFound(name);
-    let archive: Readable;
+    const maxBytes = this.config.DOWNLOAD_MAX_MB * MiB;
+    const sender = await this.stream(target, SEND_DOWNLOAD, { WS_NAME: name, WS_MAX_BYTES: String(maxBytes) }, false);
+    let size: number | null;
     try {
-      archive = await host.getArchive(containerId, `${directory === '/' ? '' : directory}/${name}`);
+      size = await readSizeLine(sender.stdout, EXEC_TIMEOUT_MS);
     } catch (err) {
-      if (err instanceof ContainerPathNotFoundError) throw notFound(name);
-      throw agentFailure(err, server);
+      sender.close();
+      throw agentFailure(err, target.server);
     }
-    const { header, body } = await firstEntry(archive).catch((err: unknown) => {
-      archive.destroy();
-      throw err instanceof ApiError ? err : agentFailure(err, server);
-    });
-    if (header.type !== 'file' || header.size === undefined) {
-      body.destroy();
+    if (size === null) {
+      // No size line: the script refused; its exit code says why.
+      const { exitCode } = await sender.wait(EXEC_TIMEOUT_MS).catch((err: unknown) => {
+        throw agentFailure(err, target.server);
+      });
+      if (exitCode === SCRIPT_EXIT.oddDirectory) throw directoryRefused('Downloads', exitCode);
       throw notFound(name);
     }
-    if (header.size > this.config.DOWNLOAD_MAX_MB * MiB) {
-      body.destroy();
-      throw new ApiError(ErrorCode.PayloadTooLarge, `The file (${header.size} bytes) is larger than the download limit (${this.config.DOWNLOAD_MAX_MB} MiB)`);
+    if (size > maxBytes) {
+      sender.close();
+      throw new ApiError(ErrorCode.PayloadTooLarge, `The file (${size} bytes) is larger than the download limit (${this.config.DOWNLOAD_MAX_MB} MiB)`);
     }
-    return { name, size: header.size, body };
+    return { name, size, body: exactly(sender.stdout, size) };
+  }
+
+  /** A streaming exec as the workspace's user (never root). */
+  private async stream(target: FileTarget, cmd: string, environment: Record<string, string>, stdin: boolean): Promise<StreamingExec> {
+    try {
+      return await target.host.execStream(target.containerId, { cmd, environment, stdin });
+    } catch (err) {
+      throw agentFailure(err, target.server);
+    }
   }
 
   private async run(target: FileTarget, cmd: string, environment: Record<string, string>, maxOutputBytes?: number) {
@@ -193,44 +192,80 @@ export class WorkspaceFiles {
       throw agentFailure(err, target.server);
     }
   }
-
-  private async discard(target: FileTarget, temp: string): Promise<void> {
-    await this.run(target, DISCARD_UPLOAD, { WS_TEMP: temp }).catch((err: Error) => this.logger.warn(`upload ${temp} in ${target.containerId} not removed: ${err.message}`));
-  }
 }
 
 function notFound(name: string): ApiError {
   return new ApiError(ErrorCode.NotFound, `~/Downloads/${name} is not a file in this workspace`);
 }
 
-/**
- * The first entry of a tar stream: its header and a body that ends after the entry's bytes. Destroying the body
- * (or its end) releases the archive; the rest of the tar is never read.
- */
-function firstEntry(archive: Readable): Promise<{ header: tar.Header; body: Readable }> {
+/** 409 for a transfer directory the script refused (SCRIPT_EXIT); the user can fix their home directory. */
+function directoryRefused(dir: 'Uploads' | 'Downloads', exitCode: number): ApiError {
+  if (exitCode === SCRIPT_EXIT.oddDirectory) {
+    return new ApiError(ErrorCode.InvalidState, `~/${dir} leads to a directory whose path has control characters or a name starting or ending with a space; files are not moved there`);
+  }
+  if (dir === 'Uploads') return new ApiError(ErrorCode.InvalidState, `The workspace has no writable ~/Uploads for its user (exit ${exitCode})`);
+  return new ApiError(ErrorCode.Unavailable, `Listing ~/Downloads failed (exit ${exitCode})`);
+}
+
+/** The first line of a download's output, its size: null when the output ended without one (the script refused). */
+function readSizeLine(stdout: Readable, timeoutMs: number): Promise<number | null> {
   return new Promise((resolve, reject) => {
-    const extract = tar.extract();
-    let found = false;
-    const release = () => {
-      archive.unpipe(extract);
-      archive.destroy();
-      extract.destroy();
+    let head = Buffer.alloc(0);
+    const timer = setTimeout(() => finish(new ApiError(ErrorCode.Unavailable, `The workspace did not start sending the file within ${timeoutMs} ms`)), timeoutMs);
+    const finish = (result: number | null | Error, rest?: Buffer) => {
+      clearTimeout(timer);
+      stdout.off('data', onData);
+      stdout.off('end', onEnd);
+      stdout.off('error', onError);
+      if (result instanceof Error) return reject(result);
+      stdout.pause();
+      if (rest?.length) stdout.unshift(rest);
+      resolve(result);
     };
-    extract.once('entry', (header: tar.Header, entry: tar.Extract extends AsyncIterable<infer S> ? S : never) => {
-      found = true;
-      // A Node stream for the HTTP layer; it ends with the entry's last byte.
-      const body = Readable.from(entry, { objectMode: false });
-      body.once('close', release);
-      resolve({ header, body });
-    });
-    const fail = (err: Error) => {
-      if (found) return;
-      release();
-      reject(err);
+    const onData = (chunk: Buffer) => {
+      head = Buffer.concat([head, chunk]);
+      const newline = head.indexOf(0x0a);
+      if (newline < 0 && head.length < 32) return;
+      const line = head.subarray(0, Math.max(newline, 0)).toString('latin1');
+      if (newline < 0 || !/^\d{1,16}$/.test(line)) return finish(new ApiError(ErrorCode.Unavailable, 'The workspace answered the download with something else than a file size'));
+      finish(Number(line), head.subarray(newline + 1));
     };
-    extract.once('finish', () => fail(new ApiError(ErrorCode.NotFound, 'The archive held no file')));
-    extract.once('error', fail);
-    archive.once('error', fail);
-    archive.pipe(extract);
+    const onEnd = () => finish(null);
+    const onError = (err: Error) => finish(err);
+    stdout.on('data', onData);
+    stdout.once('end', onEnd);
+    stdout.once('error', onError);
   });
+}
+
+/**
+ * `source` passed on, but failing (never ending) unless it brought exactly `size` bytes: a response that ends short
+ * of its Content-Length must be cut off, not completed. Destroying the result destroys `source`.
+ */
+function exactly(source: Readable, size: number): Readable {
+  let seen = 0;
+  const counted = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      seen += chunk.length;
+      if (seen > size) return done(new Error(`The file grew past ${size} bytes while it was sent`));
+      done(null, chunk);
+    },
+    flush(done) {
+      done(seen === size ? null : new Error(`The file ended after ${seen} of ${size} bytes`));
+    },
+  });
+  source.once('error', (err) => counted.destroy(err));
+  counted.once('close', () => source.destroy());
+  return source.pipe(counted);
+}
+
+/** A script's short answer on stdout (an upload's final name): at most `max` bytes kept. */
+async function readSmall(stdout: Readable, max: number): Promise<string> {
+  const parts: Buffer[] = [];
+  let kept = 0;
+  for await (const chunk of stdout as AsyncIterable<Buffer>) {
+    if (kept < max) parts.push(chunk.subarray(0, max - kept));
+    kept += chunk.length;
+  }
+  return Buffer.concat(parts).toString('utf8');
 }

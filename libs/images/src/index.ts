@@ -7,5 +7,6 @@ export type { ImageDefinition } from './images.service';
 export { ServerCredentialCipher, ServerCredentialError } from './server-credentials';
 export { ServerImagesService } from './server-images.service';
 export { ServerTargetRecord } from './server-target.entity';
-export { checkServerTarget, resolveConnection, sessionModeOf } from './server-target';
+export { checkServerTarget, checkTargetHost, resolveConnection, sessionModeOf } from './server-target';
 export type { RdpClientType, ServerProtocol, ServerSessionMode } from './server-target';
+export { TargetAddressPolicy } from './target-address';

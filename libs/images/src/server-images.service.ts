@@ -4,8 +4,9 @@ import { DataSource } from 'typeorm';
 import { ApiError, AppConfig, ErrorCode, newId } from '@ws/common';
 import { Image } from './image.entity';
 import { ServerCredentialCipher } from './server-credentials';
-import { checkServerTarget, ServerTarget } from './server-target';
+import { checkServerTarget, checkTargetHost, ServerTarget } from './server-target';
 import { ServerTargetRecord } from './server-target.entity';
+import { TargetAddressPolicy } from './target-address';
 
 export interface ServerImageDefinition {
   friendlyName: string;
@@ -29,9 +30,11 @@ export interface ServerImageDefinition {
 @Injectable()
 export class ServerImagesService {
   private readonly cipher: ServerCredentialCipher;
+  private readonly targets: TargetAddressPolicy;
 
   constructor(@InjectDataSource() private readonly db: DataSource, config: AppConfig) {
     this.cipher = new ServerCredentialCipher(config.SERVER_CREDENTIALS_KEY);
+    this.targets = new TargetAddressPolicy(config);
   }
 
   /** Creates or updates (by friendly name) a server image; a container image of that name is never converted. */
@@ -42,6 +45,8 @@ export class ServerImagesService {
     } catch (error) {
       throw new ApiError(ErrorCode.InvalidRequest, `Server image ${definition.friendlyName}: ${(error as Error).message}`);
     }
+    // Loopback, link-local, metadata and (unless allowed) private targets are refused here, at every request and in the worker.
+    await checkTargetHost(this.targets, target.host, `Server image ${definition.friendlyName}: host`);
     if (definition.password && !this.cipher.configured) {
       throw new ApiError(ErrorCode.InvalidRequest, 'SERVER_CREDENTIALS_KEY is not set: server image passwords are stored only encrypted, so set a key of at least 32 characters');
     }

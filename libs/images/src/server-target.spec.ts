@@ -34,8 +34,8 @@ describe('server targets', () => {
   });
 
   it('applies allowed overrides, validated field by field', () => {
-    expect(resolveConnection(vnc, 'secret', { connection_info: { host: 'desk-2', port: 5902 } }, 'alice'))
-      .toEqual({ protocol: 'vnc', host: 'desk-2', port: 5902, username: '', password: 'secret', domain: '', rdpClientType: null });
+    expect(resolveConnection(vnc, '', { connection_info: { host: 'desk-2', port: 5902 } }, 'alice'))
+      .toEqual({ protocol: 'vnc', host: 'desk-2', port: 5902, username: '', password: '', domain: '', rdpClientType: null });
     expect(resolveConnection(vnc, 'secret', {}, 'alice')).toMatchObject({ host: '127.0.0.1', port: 5901 });
     badRequest(() => resolveConnection(vnc, '', { connection_info: { password: 'x' } }, 'a'), /does not allow connection_info.password/);
     badRequest(() => resolveConnection(vnc, '', { connection_info: { cmd: 'x' } }, 'a'), /connection_info.cmd is not a connection setting/);
@@ -43,6 +43,23 @@ describe('server targets', () => {
     badRequest(() => resolveConnection(vnc, '', { connection_info: { port: '5900' } }, 'a'), /port must be an integer/);
     badRequest(() => resolveConnection(vnc, '', { connection_info: { host: 'a b' } }, 'a'), /host must be/);
     badRequest(() => resolveConnection(vnc, '', { connection_info: [] }, 'a'), /must be an object/);
+  });
+
+  it('never sends the stored password to a host or port the request chose', () => {
+    const vncWithPassword = checkServerTarget({ protocol: 'vnc', host: 'desk-1.example.org', port: 5901, allowOverride: ['host', 'port', 'password'] });
+    badRequest(() => resolveConnection(vncWithPassword, 'stored', { connection_info: { host: 'desk-2.example.org' } }, 'a'),
+      /^connection_info.password is required with connection_info.host: the image's stored password is sent only to the image's own server$/);
+    badRequest(() => resolveConnection(vncWithPassword, 'stored', { connection_info: { port: 5902 } }, 'a'), /connection_info.password is required with connection_info.port/);
+    badRequest(() => resolveConnection(vnc, 'stored', { connection_info: { host: 'desk-2', port: 5902 } }, 'a'),
+      /^connection_info.host and connection_info.port cannot be overridden without a password of the request's own, and this image does not allow connection_info.password/);
+    // The request's own password goes to its own target; the image's own host and port named again are no override.
+    expect(resolveConnection(vncWithPassword, 'stored', { connection_info: { host: 'desk-2.example.org', password: 'mine' } }, 'a')).toMatchObject({ host: 'desk-2.example.org', password: 'mine' });
+    expect(resolveConnection(vncWithPassword, 'stored', { connection_info: { host: 'desk-1.example.org', port: 5901 } }, 'a')).toMatchObject({ password: 'stored' });
+    // A native RDP client's relay never uses a stored password: its host may be overridden alone.
+    const rdpRelay = checkServerTarget({ protocol: 'rdp', host: 'lab-1.example.org', rdpClient: 'rdp_client', allowOverride: ['host'] });
+    expect(resolveConnection(rdpRelay, 'stored', { connection_info: { host: 'lab-2.example.org' } }, 'a')).toMatchObject({ host: 'lab-2.example.org', rdpClientType: 'RDP_CLIENT' });
+    const rdpBridge = checkServerTarget({ protocol: 'rdp', host: 'lab-1.example.org', rdpClient: 'user', allowOverride: ['host'] });
+    badRequest(() => resolveConnection(rdpBridge, 'stored', { connection_info: { host: 'lab-2.example.org' }, rdp_client_type: 'GUAC' }, 'a'), /cannot be overridden without a password/);
   });
 
   it('fills the username template with the requesting user and lets allowed fields override it', () => {

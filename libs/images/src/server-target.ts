@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { ApiError, ErrorCode } from '@ws/common';
+import type { TargetAddressPolicy } from './target-address';
 
 /** What a server image reaches instead of starting a container (issue 14). */
 export const SERVER_PROTOCOLS = ['rdp', 'vnc', 'ssh'] as const;
@@ -125,15 +126,38 @@ export function resolveConnection(
   const port = given.port;
   if (port !== undefined && !isValidPort(port)) throw bad('connection_info.port must be an integer from 1 to 65535');
   const rdpClientType = chooseRdpClientType(target, request.rdp_client_type);
+  const password = text('password');
+  // The stored password answers only the image's own server: sent elsewhere, a VNC challenge's answer can be cracked
+  // offline, and an SSH or RDP server the request picked would simply receive it.
+  const elsewhere = (['host', 'port'] as const).filter((field) => given[field] !== undefined && given[field] !== target[field]);
+  if (elsewhere.length > 0 && password === undefined && storedPassword !== '' && sessionModeOf({ protocol: target.protocol, rdpClientType }) !== 'relay') {
+    const fields = elsewhere.map((field) => `connection_info.${field}`).join(' and ');
+    throw bad(target.allowOverride.includes('password')
+      ? `connection_info.password is required with ${fields}: the image's stored password is sent only to the image's own server`
+      : `${fields} cannot be overridden without a password of the request's own, and this image does not allow connection_info.password: the image's stored password is sent only to the image's own server`);
+  }
   return {
     protocol: target.protocol,
     host: (host as string | undefined) ?? target.host,
     port: (port as number | undefined) ?? target.port,
     username: text('username') ?? target.usernameTemplate.split('{username}').join(username),
-    password: text('password') ?? storedPassword,
+    password: password ?? storedPassword,
     domain: text('domain') ?? target.domain,
     rdpClientType,
   };
+}
+
+/**
+ * Request time (image add-server, request_workspace): the host as written and, for a name, every address it
+ * resolves to, against the operator's policy; `field` names the host in the message (e.g. connection_info.host).
+ * A name that does not resolve now passes: the worker resolves and checks it again before connecting.
+ */
+export async function checkTargetHost(policy: TargetAddressPolicy, host: string, field: string, code: ErrorCode = ErrorCode.InvalidRequest): Promise<void> {
+  const check = await policy.resolve(host);
+  if (check.allowed === false) {
+    const resolves = isIP(host) === 0 && !policy.checkLiteral(host) ? 'resolves to' : 'is';
+    throw new ApiError(code, `${field} ${host} is not an allowed server target: it ${resolves} ${check.reason}`);
+  }
 }
 
 /**

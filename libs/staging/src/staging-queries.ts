@@ -1,5 +1,6 @@
 import type { EffectiveGroupSettings } from '@ws/groups';
 import type { Image } from '@ws/images';
+import { UNASSIGNED_STAGED } from '@ws/workspaces';
 import type { RequestWorkspaceRequest } from '@ws/workspaces';
 import { STAGING_FLAG_NAMES } from './staging-config.entity';
 
@@ -26,8 +27,8 @@ export function mountsPerUser(image: Pick<Image, 'volumeMappings'>): boolean {
   return /\{(username|user_id)\}/.test(JSON.stringify(image.volumeMappings ?? {}));
 }
 
-/** Unassigned staged workspaces that run and have not expired: what a claim can take. */
-const READY = `w.staging_config_id IS NOT NULL AND w.user_id IS NULL AND w.status = 'running' AND w.expiration_date > now()`;
+/** Staged workspaces never handed to anyone that run and have not expired: what a claim can take. */
+const READY = `${UNASSIGNED_STAGED} AND w.status = 'running' AND w.expiration_date > now()`;
 
 export const COUNT_READY_SQL = `
   SELECT w.staging_config_id, count(*) AS ready FROM workspaces w

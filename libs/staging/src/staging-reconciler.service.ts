@@ -5,7 +5,7 @@ import { addSeconds, ApiError, ErrorCode, newId, randomSecret } from '@ws/common
 import { Image } from '@ws/images';
 import { Entitlements } from '@ws/licensing';
 import { DestroyReason, jobId, JobProducer } from '@ws/queue';
-import { reserveServer, WorkspaceLifecycle, WorkspaceTeardown } from '@ws/workspaces';
+import { reserveServer, UNASSIGNED_STAGED, WorkspaceLifecycle, WorkspaceTeardown } from '@ws/workspaces';
 import { StagingConfig } from './staging-config.entity';
 import { mountsPerUser } from './staging-queries';
 
@@ -20,7 +20,7 @@ const STALE_STAGED_SQL = `
     FROM workspaces w
     LEFT JOIN staging_configs c ON c.id = w.staging_config_id
     LEFT JOIN servers s ON s.id = w.server_id
-   WHERE w.staging_config_id IS NOT NULL AND w.user_id IS NULL AND w.status IN ('starting', 'running', 'failed')
+   WHERE ${UNASSIGNED_STAGED} AND w.status IN ('starting', 'running', 'failed')
      AND ($1::uuid IS NULL OR w.staging_config_id = $1)
      AND (c.id IS NULL OR c.image_id <> w.image_id OR s.zone_id IS DISTINCT FROM c.zone_id OR w.status = 'failed' OR w.expiration_date <= now())`;
 
@@ -74,8 +74,8 @@ export class StagingReconciler {
       const config = await tx.getRepository(StagingConfig).createQueryBuilder('c').setLock('pessimistic_write').where('c.id = :id', { id: stagingConfigId }).getOne();
       if (!config) return;
       const pool: Array<{ id: string }> = await tx.query(
-        `SELECT id FROM workspaces WHERE staging_config_id = $1 AND user_id IS NULL AND status IN ('starting', 'running') AND expiration_date > now()
-          ORDER BY (status = 'running'), start_date, id`,
+        `SELECT w.id FROM workspaces w WHERE w.staging_config_id = $1 AND ${UNASSIGNED_STAGED} AND w.status IN ('starting', 'running') AND w.expiration_date > now()
+          ORDER BY (w.status = 'running'), w.start_date, w.id`,
         [config.id],
       );
       const surplus = pool.length - config.numSessions;

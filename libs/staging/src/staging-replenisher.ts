@@ -14,10 +14,10 @@ export class StagingReplenisher {
 
   @OnWorkspaceEvent({ name: 'staging-replenish', types: ['assigned', 'failed', 'destroyed'] })
   async replenish(event: WorkspaceEventMessage, tx: EntityManager): Promise<void> {
-    const [row] = (await tx.query('SELECT staging_config_id, user_id FROM workspaces WHERE id = $1', [event.workspaceId])) as Array<{ staging_config_id: string | null; user_id: string | null }>;
+    const [row] = (await tx.query('SELECT staging_config_id, assigned_at FROM workspaces WHERE id = $1', [event.workspaceId])) as Array<{ staging_config_id: string | null; assigned_at: Date | null }>;
     if (!row?.staging_config_id) return;
     // A staged workspace's own end after it was handed out is its user's business, not the pool's.
-    if (event.type !== 'assigned' && row.user_id) return;
+    if (event.type !== 'assigned' && row.assigned_at) return;
     await this.jobs.enqueue('staging.reconcile', { stagingConfigId: row.staging_config_id });
   }
 }

@@ -8,7 +8,7 @@ import { Entitlements } from '@ws/licensing';
 import { JobProducer } from '@ws/queue';
 import { Server } from '@ws/servers';
 import { SessionTokensService } from '@ws/users';
-import { LaunchCommands, StagedClaimInput, StagedClaimResult, StagedClaimSlot, WorkspaceLifecycle, WorkspaceTeardown } from '@ws/workspaces';
+import { LaunchCommands, StagedClaimInput, StagedClaimResult, StagedClaimSlot, UNASSIGNED_STAGED, WorkspaceLifecycle, WorkspaceTeardown } from '@ws/workspaces';
 import { Zone } from '@ws/zones';
 import type { NewStagingConfig, StagingConfigChanges } from './dto/staging.requests';
 import { canServeFromStaging, COUNT_READY_SQL, mountsPerUser, PICK_STAGED_SQL, pickParameters } from './staging-queries';
@@ -81,7 +81,7 @@ export class StagingService implements OnModuleInit {
     const config = await this.find(stagingConfigId);
     await this.db.getRepository(StagingConfig).delete({ id: config.id });
     const staged: Array<{ id: string }> = await this.db.query(
-      `SELECT id FROM workspaces WHERE staging_config_id = $1 AND user_id IS NULL AND status IN ('starting', 'running', 'failed')`,
+      `SELECT w.id FROM workspaces w WHERE w.staging_config_id = $1 AND ${UNASSIGNED_STAGED} AND w.status IN ('starting', 'running', 'failed')`,
       [config.id],
     );
     for (const { id } of staged) await this.teardown.destroy(id, 'orphaned');

@@ -16,6 +16,11 @@ export class User {
   /** bcrypt; null for users who cannot log in with a password (anonymous, login-link only). */
   @Column('text', { nullable: true }) passwordHash!: string | null;
   @Column('boolean', { default: false }) anonymous!: boolean;
+  /**
+   * An anonymous user made by join_workspace: the workspace it was made to view. It owns none, so it is removed
+   * when that workspace is (AnonymousUsers). No foreign key: workspace rows stay as history.
+   */
+  @Index() @Column('uuid', { nullable: true }) joinedWorkspaceId!: string | null;
   @Column('boolean', { default: false }) twoFactor!: boolean;
   @Column('text', { nullable: true }) programId!: string | null;
   @TimestampColumn({ nullable: true }) lastSession!: Date | null;

@@ -27,13 +27,13 @@ export class UsersService {
     private readonly access: AccessService,
   ) {}
 
-  async create(fields: NewUserFields, options: { anonymous?: boolean } = {}): Promise<User> {
+  async create(fields: NewUserFields, options: { anonymous?: boolean; joinedWorkspaceId?: string } = {}): Promise<User> {
     const passwordHash = fields.password ? await bcrypt.hash(fields.password, BCRYPT_COST) : null;
     const user = this.users.create({
       id: newId(), username: fields.username, firstName: fields.first_name ?? null, lastName: fields.last_name ?? null,
       phone: fields.phone ?? null, organization: fields.organization ?? null, notes: fields.notes ?? null,
       locked: fields.locked ?? false, disabled: fields.disabled ?? false, realm: 'local', passwordHash,
-      anonymous: options.anonymous ?? false, twoFactor: false, programId: null, lastSession: null,
+      anonymous: options.anonymous ?? false, joinedWorkspaceId: options.joinedWorkspaceId ?? null, twoFactor: false, programId: null, lastSession: null,
     });
     try {
       await this.db.transaction(async (tx) => {
@@ -48,9 +48,12 @@ export class UsersService {
     return this.users.findOneByOrFail({ id: user.id });
   }
 
-  /** A throwaway user for request_workspace or join_workspace without a user_id. */
-  createAnonymous(): Promise<User> {
-    return this.create({ username: `anonymous-${newId().slice(0, 8)}${newId().slice(0, 8)}` }, { anonymous: true });
+  /**
+   * A throwaway user for request_workspace, a cast link or join_workspace without a user_id; one made to join a
+   * workspace names it (`joinedWorkspaceId`). It is removed with its last workspace (AnonymousUsers, libs/workspaces).
+   */
+  createAnonymous(options: { joinedWorkspaceId?: string } = {}): Promise<User> {
+    return this.create({ username: `anonymous-${newId().slice(0, 8)}${newId().slice(0, 8)}` }, { anonymous: true, ...options });
   }
 
   async find(userId: string): Promise<User> {
@@ -167,19 +170,21 @@ export class UsersService {
 
 const USER_COLUMNS = [
   'id', 'username', 'first_name', 'last_name', 'phone', 'organization', 'notes', 'locked', 'disabled', 'realm', 'password_hash', 'anonymous',
-  'two_factor', 'program_id', 'last_session', 'credentials_changed_at', 'created_at', 'updated_at',
+  'joined_workspace_id', 'two_factor', 'program_id', 'last_session', 'credentials_changed_at', 'created_at', 'updated_at',
 ].map((c) => `u.${c}`).join(', ');
 
 interface UserRow {
   id: string; username: string; first_name: string | null; last_name: string | null; phone: string | null; organization: string | null;
-  notes: string | null; locked: boolean; disabled: boolean; realm: string; password_hash: string | null; anonymous: boolean; two_factor: boolean;
+  notes: string | null; locked: boolean; disabled: boolean; realm: string; password_hash: string | null; anonymous: boolean;
+  joined_workspace_id: string | null; two_factor: boolean;
   program_id: string | null; last_session: Date | null; credentials_changed_at: Date; created_at: Date; updated_at: Date;
 }
 
 function userFromRow(r: UserRow): User {
   return Object.assign(new User(), {
     id: r.id, username: r.username, firstName: r.first_name, lastName: r.last_name, phone: r.phone, organization: r.organization, notes: r.notes,
-    locked: r.locked, disabled: r.disabled, realm: r.realm, passwordHash: r.password_hash, anonymous: r.anonymous, twoFactor: r.two_factor,
+    locked: r.locked, disabled: r.disabled, realm: r.realm, passwordHash: r.password_hash, anonymous: r.anonymous, joinedWorkspaceId: r.joined_workspace_id,
+    twoFactor: r.two_factor,
     programId: r.program_id, lastSession: r.last_session, credentialsChangedAt: r.credentials_changed_at, createdAt: r.created_at, updatedAt: r.updated_at,
   });
 }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, QueryFailedError } from 'typeorm';
 import { addSeconds, ApiError, ErrorCode, newId, randomSecret, toWireId } from '@ws/common';
 import type { EffectiveGroupSettings } from '@ws/groups';
 import { Image } from '@ws/images';
@@ -23,6 +23,8 @@ import { WorkspaceEgress } from './workspace-egress.service';
 import { WorkspaceLifecycle } from './workspace-lifecycle.service';
 import { WorkspaceProfiles } from './workspace-profiles.service';
 import { WorkspaceSettings } from './workspace-settings.service';
+
+const FOREIGN_KEY_VIOLATION = '23503';
 
 /** request_workspace's answer. */
 export interface LaunchAnswer {
@@ -48,6 +50,11 @@ export interface LaunchContext {
   readonly request: RequestWorkspaceRequest;
   readonly inputs: LaunchInputs;
   user?: User;
+  /**
+   * True when "resolve user" made the user (anonymous, for this request). Only such a user goes when the launch
+   * fails: a user who existed before it (an earlier anonymous one included) keeps its workspaces (issue 19).
+   */
+  createdUser?: boolean;
   settings?: EffectiveGroupSettings;
   image?: Image;
   /** The persistent profile's location when the workspace loads and saves one (modes Enabled and Reset), else null. */
@@ -122,12 +129,10 @@ export class WorkspaceLaunch {
         if (launch.answer) return launch.answer;
       }
     } catch (err) {
-      // Refused by a check, before anything was claimed or recorded: a user made only for this request goes (the
-      // claim, "place and record" and the withdrawal clean up after themselves).
-      if (launch.user?.anonymous && step && this.steps.indexOf(step) < this.steps.findIndex((s) => s.name === 'claim staged')) {
-        await this.db.getRepository(User).delete({ id: launch.user.id }).catch(() => undefined);
-      }
-      throw err;
+      // Refused before anything was recorded: what this launch made goes ("place and record" and the withdrawal
+      // clean up after themselves; a staged claim that failed ends its workspace itself).
+      if (step && this.steps.indexOf(step) < this.steps.findIndex((s) => s.name === 'place and record')) await this.discard(launch).catch(() => undefined);
+      throw userGone(err, request) ?? err;
     }
     const user = need(launch.user, 'user');
     const workspace = need(launch.workspace, 'workspace');
@@ -141,7 +146,12 @@ export class WorkspaceLaunch {
   /** The request's user, loaded once for the whole launch, or a new anonymous one. */
   private async resolveUser(launch: LaunchContext): Promise<void> {
     const { user_id: userId } = launch.request;
-    launch.user = userId !== undefined ? await this.users.findActive(userId) : await this.users.createAnonymous();
+    if (userId !== undefined) {
+      launch.user = await this.users.findActive(userId);
+      return;
+    }
+    launch.user = await this.users.createAnonymous();
+    launch.createdUser = true;
   }
 
   /** The user's group settings; a launch's client-settings override wins (staged match and sharing limit included). */
@@ -294,7 +304,7 @@ export class WorkspaceLaunch {
       });
     } catch (err) {
       // No workspace came of it: the token goes, and so does a user made only for this request.
-      await (user.anonymous ? this.db.getRepository(User).delete({ id: user.id }) : this.db.getRepository(SessionToken).delete({ id: issued.token.id }));
+      await this.discard(launch);
       throw this.profiles.conflictOf(err) ?? err;
     }
   }
@@ -314,11 +324,30 @@ export class WorkspaceLaunch {
     }
   }
 
-  /** A recorded workspace that no worker will ever hear of: removed (no container exists), with its token and anonymous user. */
+  /** A recorded workspace that no worker will ever hear of: removed (no container exists), with its token and the user made for it. */
   private async withdraw(launch: LaunchContext): Promise<void> {
     const { id } = need(launch.workspace, 'workspace');
-    const user = need(launch.user, 'user');
     if (await this.lifecycle.stop(id, 'failed')) await this.lifecycle.destroyed(id);
-    await (user.anonymous ? this.db.getRepository(User).delete({ id: user.id }) : this.db.getRepository(SessionToken).delete({ id: need(launch.issued, 'token').token.id }));
+    await this.discard(launch);
   }
+
+  /**
+   * What a launch that ends with no workspace made goes: the user it created itself (its tokens with it), else
+   * the token it issued. Never a user who existed before the launch: deleting one would take its workspaces'
+   * owner away (issue 19), so its own workspaces stay its own.
+   */
+  private async discard(launch: LaunchContext): Promise<void> {
+    if (launch.createdUser && launch.user) await this.db.getRepository(User).delete({ id: launch.user.id });
+    else if (launch.issued) await this.db.getRepository(SessionToken).delete({ id: launch.issued.token.id });
+  }
+}
+
+/**
+ * The request's user was deleted while the launch ran (an anonymous user removed with its last workspace, or
+ * delete_user): the token or the workspace row then refers to no user. The same answer as an unknown user_id.
+ */
+function userGone(err: unknown, request: RequestWorkspaceRequest): ApiError | null {
+  const driver = err instanceof QueryFailedError ? (err.driverError as { code?: string; detail?: string }) : null;
+  if (driver?.code !== FOREIGN_KEY_VIOLATION || !/table "users"/.test(driver.detail ?? '') || request.user_id === undefined) return null;
+  return ApiError.invalidId('user_id', request.user_id);
 }

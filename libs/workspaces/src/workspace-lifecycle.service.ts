@@ -16,13 +16,13 @@ interface Transition {
   from: WorkspaceStatus[];
   to: WorkspaceStatus;
   set?: QueryDeepPartialEntity<Workspace>;
-  /** Only a workspace with no user (a staged one). */
+  /** Only a workspace that never had a user (a staged one not yet handed out). */
   unowned?: boolean;
   events: PendingEvent[];
 }
 
 /** The fields of a new workspace row (those with a column default may be left out); its status is always `starting`. */
-export type NewWorkspace = Partial<Omit<Workspace, 'status' | 'createdAt' | 'updatedAt' | 'image' | 'server' | 'user'>> &
+export type NewWorkspace = Partial<Omit<Workspace, 'status' | 'assignedAt' | 'createdAt' | 'updatedAt' | 'image' | 'server' | 'user'>> &
   Pick<Workspace, 'id' | 'userId' | 'imageId' | 'serverId' | 'cores' | 'memory' | 'token' | 'viewOnlyToken' | 'shareId' | 'startDate' | 'keepaliveDate' | 'expirationDate'>;
 
 /**
@@ -41,9 +41,13 @@ export class WorkspaceLifecycle {
     private readonly egress: EgressConnections,
   ) {}
 
-  /** A new workspace (`starting`) and its `requested` event, inside the caller's transaction (placement reserved the server in it). */
+  /**
+   * A new workspace (`starting`) and its `requested` event, inside the caller's transaction (placement reserved the
+   * server in it). One made for a user is assigned from the start (assigned_at); a staged one (no user) is not.
+   */
   async record(tx: EntityManager, fields: NewWorkspace): Promise<Workspace> {
-    const workspace = await tx.save(Workspace, tx.create(Workspace, { ...fields, status: 'starting' }));
+    const assignedAt = fields.userId ? fields.startDate : null;
+    const workspace = await tx.save(Workspace, tx.create(Workspace, { ...fields, assignedAt, status: 'starting' }));
     await appendWorkspaceEvents(tx, workspace.id, [
       { type: 'requested', payload: { status: 'starting', userId: workspace.userId, imageId: workspace.imageId, serverId: workspace.serverId } },
     ]);
@@ -68,12 +72,16 @@ export class WorkspaceLifecycle {
   }
 
   /**
-   * A staged workspace (running, no user) handed to a user: `set` carries the owner and what comes with them
-   * (userId, sessionTokenId, keepalive and expiration dates, sharing). False when another claim took it first.
+   * A staged workspace (running, never assigned) handed to a user: `set` carries the owner and what comes with them
+   * (userId, sessionTokenId, keepalive and expiration dates, sharing); assigned_at is stamped, for good. False when
+   * another claim took it first, or it was ever someone's.
    */
   assign(workspaceId: string, set: QueryDeepPartialEntity<Workspace> & { userId: string }, tx?: EntityManager): Promise<boolean> {
     return this.apply(
-      { workspaceId, from: ['running'], to: 'running', unowned: true, set, events: [{ type: 'assigned', payload: { status: 'running', userId: set.userId } }] },
+      {
+        workspaceId, from: ['running'], to: 'running', unowned: true, set: { ...set, assignedAt: () => 'now()' },
+        events: [{ type: 'assigned', payload: { status: 'running', userId: set.userId } }],
+      },
       tx,
     );
   }
@@ -124,7 +132,7 @@ export class WorkspaceLifecycle {
   private async applyIn(tx: EntityManager, { workspaceId, from, to, set, unowned, events }: Transition): Promise<boolean> {
     const update = tx.createQueryBuilder().update(Workspace).set({ ...set, status: to })
       .where('id = :workspaceId', { workspaceId }).andWhere('status IN (:...from)', { from });
-    if (unowned) update.andWhere('user_id IS NULL');
+    if (unowned) update.andWhere('user_id IS NULL AND assigned_at IS NULL');
     const result = await update.execute();
     if (!result.affected) return false;
     await appendWorkspaceEvents(tx, workspaceId, events);

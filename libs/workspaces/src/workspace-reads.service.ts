@@ -51,7 +51,8 @@ export class WorkspaceReads {
   async join(body: JoinWorkspaceRequest) {
     const workspace = await findLiveWorkspace(this.workspaces, { shareId: body.share_id });
     if (!workspace.sharingEnabled) throw new ApiError(ErrorCode.InvalidState, 'Sharing is not enabled for this workspace');
-    const user = body.user_id !== undefined ? await this.users.findActive(body.user_id) : await this.users.createAnonymous();
+    // A viewer made for this join is tied to the workspace: it is removed when the workspace is (AnonymousUsers).
+    const user = body.user_id !== undefined ? await this.users.findActive(body.user_id) : await this.users.createAnonymous({ joinedWorkspaceId: workspace.id });
     const issued = await this.tokens.create(toWireId(user.id), { view_only: true, workspace_id: workspace.id });
     const settings = await this.settings.of(workspace.userId as string);
     return {

@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { In, LessThan, Repository } from 'typeorm';
+import { In, IsNull, LessThan, Not, Repository } from 'typeorm';
 import {
   buildContainerSpec, ContainerNotFoundError, WorkspaceContainerSpec, ContainerState, containerNameFor, DockerHost, DockerHosts, ensureWorkspaceNetwork, isTransientDockerError, networkExists, LABELS, WORKSPACE_NETWORK,
 } from '@ws/agent';
@@ -177,10 +177,13 @@ export class WorkspaceRuntime {
     await this.lifecycle.destroyed(workspace.id, note);
   }
 
-  /** Destroys expired workspaces and re-enqueues work whose job was lost. */
+  /** Destroys expired and ownerless workspaces and re-enqueues work whose job was lost. */
   async reap(now = new Date()): Promise<void> {
     const expired = await this.workspaces.find({ where: { status: In(['starting', 'running', 'failed']), expirationDate: LessThan(now) }, select: { id: true } });
     for (const { id } of expired) await this.teardown.destroy(id, 'expired');
+    // Once someone's, now no one's (its user deleted before the trigger of issue 19 guarded that): nobody's session, so it ends.
+    const ownerless = await this.workspaces.find({ where: { status: In(['starting', 'running', 'failed']), userId: IsNull(), assignedAt: Not(IsNull()) }, select: { id: true } });
+    for (const { id } of ownerless) await this.teardown.destroy(id, 'orphaned');
     const stuckBefore = new Date(now.getTime() - STUCK_AFTER_MS);
     const stuck = await this.workspaces.find({ where: { status: In(['starting', 'stopping']), updatedAt: LessThan(stuckBefore) }, select: { id: true, status: true } });
     for (const w of stuck) {

@@ -12,8 +12,10 @@ const KEY = 'unit-server-sessions-key-0123456789abcdef';
 const rdpImage = {
   targetOf: async () => ({ target: checkServerTarget({ protocol: 'rdp', host: '10.0.0.7', usernameTemplate: '{username}', rdpClient: 'user' }), password: 'stored-pw' }),
 } as unknown as ServerImagesService;
-const sessionsWith = (key: string, images = {} as ServerImagesService) =>
-  new WorkspaceServerSessions({ SERVER_CREDENTIALS_KEY: key, SERVER_BRIDGE_IMAGE: 'desktop:1', RDP_CLIENT_CREDENTIAL_TTL_SECONDS: 300 } as AppConfig, images);
+const sessionsWith = (key: string, images = {} as ServerImagesService, targets: Partial<AppConfig> = { SERVER_TARGETS_ALLOW_PRIVATE: true }) =>
+  new WorkspaceServerSessions({
+    SERVER_CREDENTIALS_KEY: key, SERVER_BRIDGE_IMAGE: 'desktop:1', RDP_CLIENT_CREDENTIAL_TTL_SECONDS: 300, SERVER_TARGETS_ALLOW_PRIVATE: false, SERVER_TARGETS_ALLOW: '', ...targets,
+  } as AppConfig, images);
 
 const connection = (mode: WorkspaceServerConnection['mode']): WorkspaceServerConnection => ({
   protocol: mode === 'direct' ? 'vnc' : 'rdp', host: '10.0.0.7', port: mode === 'direct' ? 5901 : 3389, username: 'tester', domain: '',
@@ -39,6 +41,28 @@ describe('WorkspaceServerSessions', () => {
     // A native RDP client's relay has no desktop stream; a container not yet published has none yet.
     expect(sessions.vncEndpointOf(workspace({ serverConnection: connection('relay'), hostPorts: { rdp: 49002 } }))).toBeNull();
     expect(sessions.vncEndpointOf(workspace({}))).toBeNull();
+  });
+
+  it('streams a VNC server from the address the worker checked, and refuses one the policy no longer allows', () => {
+    const checked = workspace({ serverConnection: { ...connection('direct'), host: 'desk.example.org', address: '10.0.0.8' }, server: null });
+    expect(sessions.vncEndpointOf(checked)).toEqual({ host: '10.0.0.8', port: 5901, password: '' });
+    // No address (provisioned before addresses were kept) and a name: never looked up here.
+    expect(() => sessions.vncEndpointOf(workspace({ serverConnection: { ...connection('direct'), host: 'desk.example.org' }, server: null })))
+      .toThrow(expect.objectContaining({ code: 'invalid_state', message: expect.stringContaining('is not an allowed server target') }));
+    expect(() => sessionsWith(KEY, undefined, {}).vncEndpointOf(checked)).toThrow(expect.objectContaining({ code: 'invalid_state' }));
+  });
+
+  it('refuses a request whose target is not allowed: its own host as a 400, the image\'s as a 409', async () => {
+    const image = { id: '00000000000000000000000000000001', friendlyName: 'Lab RDP' } as Image;
+    await expect(sessionsWith(KEY, rdpImage, {}).resolve(image, { rdp_client_type: 'GUAC' }, 'ann'))
+      .rejects.toMatchObject({ code: 'invalid_state', message: expect.stringMatching(/^Image Lab RDP \(0+1\): host 10.0.0.7 is not an allowed server target: it is a private-network address/) });
+    const overridable = {
+      targetOf: async () => ({ target: checkServerTarget({ protocol: 'rdp', host: '10.0.0.7', rdpClient: 'guac', allowOverride: ['host', 'password'] }), password: 'stored-pw' }),
+    } as unknown as ServerImagesService;
+    for (const host of ['127.0.0.1', 'localhost', '::ffff:127.0.0.1', '169.254.169.254', 'metadata.google.internal', '0x7f000001']) {
+      await expect(sessionsWith(KEY, overridable).resolve(image, { connection_info: { host, password: 'mine' } }, 'ann'))
+        .rejects.toMatchObject({ code: 'invalid_request', message: expect.stringMatching(new RegExp(`^connection_info.host ${host.replace(/\./g, '\\.')} is not an allowed server target`)) });
+    }
   });
 
   it('keeps no password when there is none, and answers a password sealed under another key as a 409', () => {

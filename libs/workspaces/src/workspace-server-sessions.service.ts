@@ -3,7 +3,8 @@ import { addSeconds, ApiError, AppConfig, ErrorCode, formatTimestamp, toWireId }
 import { Image } from '@ws/images';
 import { ServerCredentialCipher, ServerCredentialError } from '@ws/images';
 import { ServerImagesService } from '@ws/images';
-import { resolveConnection, sessionModeOf } from '@ws/images';
+import { checkTargetHost, resolveConnection, sessionModeOf } from '@ws/images';
+import { TargetAddressPolicy } from '@ws/images';
 import { mintRelayCredential, rdpFile, rdpUrl } from './rdp-client-connection';
 import { operationalStatus } from './workspace.mappers';
 import { Workspace, WorkspaceServerConnection } from './workspace.entity';
@@ -35,12 +36,14 @@ export interface VncEndpoint {
 @Injectable()
 export class WorkspaceServerSessions {
   private readonly cipher: ServerCredentialCipher;
+  readonly targets: TargetAddressPolicy;
 
   constructor(
     private readonly config: AppConfig,
     private readonly serverImages: ServerImagesService,
   ) {
     this.cipher = new ServerCredentialCipher(config.SERVER_CREDENTIALS_KEY);
+    this.targets = new TargetAddressPolicy(config);
   }
 
   /**
@@ -58,6 +61,11 @@ export class WorkspaceServerSessions {
       throw new ApiError(ErrorCode.InvalidState, `Image ${image.friendlyName} (${toWireId(image.id)}): ${(err as Error).message}; store the password again (image add-server --password-stdin)`);
     }
     const { password, ...resolved } = resolveConnection(stored.target, stored.password, request, username);
+    // The target's address against the operator's policy (the worker checks again, after its own lookup): a
+    // request's host is the caller's 400, the image's own host (stored before the policy changed) the image's 409.
+    const overridden = (request.connection_info as { host?: unknown } | undefined)?.host !== undefined;
+    await checkTargetHost(this.targets, resolved.host, overridden ? 'connection_info.host' : `Image ${image.friendlyName} (${toWireId(image.id)}): host`,
+      overridden ? ErrorCode.InvalidRequest : ErrorCode.InvalidState);
     const connection: WorkspaceServerConnection = { ...resolved, mode: sessionModeOf(resolved) };
     if (connection.mode !== 'direct' && !this.config.SERVER_BRIDGE_IMAGE) {
       throw new ApiError(ErrorCode.InvalidState, `${connection.protocol.toUpperCase()} servers are reached through a bridge container, and SERVER_BRIDGE_IMAGE is not set on this deployment`);
@@ -101,7 +109,14 @@ export class WorkspaceServerSessions {
    */
   vncEndpointOf(workspace: Pick<Workspace, 'id' | 'serverConnection' | 'serverPasswordEncrypted' | 'hostPorts' | 'token'> & { server?: { publishHost: string } | null }): VncEndpoint | null {
     const connection = workspace.serverConnection;
-    if (connection?.mode === 'direct') return { host: connection.host, port: connection.port, password: this.passwordOf(workspace) };
+    if (connection?.mode === 'direct') {
+      // The address the worker checked, never the name again; a workspace provisioned before addresses were kept has
+      // none, and is streamed only when its host is itself an allowed address.
+      const address = connection.address ?? connection.host;
+      const check = this.targets.checkLiteral(address);
+      if (!check?.allowed) throw new ApiError(ErrorCode.InvalidState, `Workspace (${toWireId(workspace.id)}): its VNC server ${connection.host}:${connection.port} is not an allowed server target; request a new workspace`);
+      return { host: check.address, port: connection.port, password: this.passwordOf(workspace) };
+    }
     if (connection?.mode === 'relay') return null;
     const port = workspace.hostPorts.vnc;
     return workspace.server && port ? { host: workspace.server.publishHost, port, password: workspace.token } : null;

@@ -29,9 +29,20 @@ export interface WorkspaceServerConnection {
   domain: string;
   rdpClientType: RdpClientType | null;
   mode: ServerSessionMode;
+  /**
+   * The address the worker resolved `host` to and checked (TargetAddressPolicy) before connecting: the gateway,
+   * the bridge and the relay connect to it, never to the name again (DNS rebinding). Unset until provisioned.
+   */
+  address?: string;
 }
 
 export const LIVE_STATUSES: WorkspaceStatus[] = ['starting', 'running', 'stopping', 'failed'];
+
+/**
+ * SQL condition on a workspaces row (alias `w`): staged and never handed to anyone, the only rows a pool counts,
+ * trims or hands out. `assigned_at`, not `user_id`: a user's deletion nulls user_id but never assigned_at.
+ */
+export const UNASSIGNED_STAGED = 'w.staging_config_id IS NOT NULL AND w.assigned_at IS NULL AND w.user_id IS NULL';
 
 @Entity('workspaces')
 @Index(['serverId', 'status'])
@@ -41,9 +52,19 @@ export const LIVE_STATUSES: WorkspaceStatus[] = ['starting', 'running', 'stoppin
 @Index('ix_workspaces_live_status', ['status'], { where: "status <> 'deleted'" })
 export class Workspace {
   @PrimaryColumn('uuid') id!: string;
-  /** Null once the owner is deleted (the row stays as history). */
+  /**
+   * Null for a staged workspace not yet handed out, and once the owner is deleted (the row stays as history). A
+   * user is deleted only after their workspaces were ended (UserDeletion); a trigger on `users` refuses to delete
+   * a user who still owns a starting, running or failed one, so SET NULL never orphans a live desktop.
+   */
   @Index() @Column('uuid', { nullable: true }) userId!: string | null;
   @ManyToOne(() => User, { onDelete: 'SET NULL' }) @JoinColumn({ name: 'user_id' }) user?: User | null;
+  /**
+   * When the workspace first had a user (its launch, or the claim of a staged one); never cleared. A staged
+   * workspace is handed out only while this is null: a desktop that was ever someone's never returns to a pool,
+   * even if its user_id becomes null later (issue 19).
+   */
+  @TimestampColumn({ nullable: true }) assignedAt!: Date | null;
   @Column('uuid') imageId!: string;
   @ManyToOne(() => Image, { onDelete: 'RESTRICT' }) @JoinColumn({ name: 'image_id' }) image?: Image;
   @Column('uuid', { nullable: true }) serverId!: string | null;
@@ -89,7 +110,8 @@ export class Workspace {
   @Column('text', { nullable: true }) profileState!: ProfileState | null;
   /**
    * The staging config this workspace was staged for (kept after assignment as history). Staged and not yet
-   * handed out: this set and user_id null. No foreign key: a deleted config's staged rows are found and removed.
+   * handed out: this set and assigned_at null (UNASSIGNED_STAGED). No foreign key: a deleted config's staged rows
+   * are found and removed.
    */
   @Index() @Column('uuid', { nullable: true }) stagingConfigId!: string | null;
   @TimestampColumn() startDate!: Date;

@@ -10,6 +10,7 @@ import { Zone } from '@ws/zones';
 import { UserDeletion } from './user-deletion.service';
 import { UserWorkspaces } from './user-workspaces';
 import { ServerRetirement } from './server-retirement';
+import { AnonymousUsers } from './anonymous-users.service';
 import { ServerSessionRuntime } from './server-session-runtime';
 import { WorkspaceServerSessions } from './workspace-server-sessions.service';
 import { Workspace } from './workspace.entity';
@@ -33,7 +34,7 @@ import { WorkspaceEgress } from './workspace-egress.service';
 
 @Module({
   imports: [TypeOrmModule.forFeature([Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, Server, Zone, SessionToken]), UsersModule, ImagesModule, ServersModule, AgentModule, ProfilesModule, EgressModule],
-  providers: [ServerRetirement, UserWorkspaces, WorkspaceServerSessions, ServerSessionRuntime, WorkspaceEgress, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, WorkspaceReads, WorkspaceLive, StagedClaimSlot, WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands],
-  exports: [ServerRetirement, UserWorkspaces, WorkspaceServerSessions, WorkspaceEgress, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, WorkspaceReads, WorkspaceLive, StagedClaimSlot, WorkspaceTeardown, UserDeletion, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands, UsersModule, ImagesModule, AgentModule],
+  providers: [ServerRetirement, UserWorkspaces, WorkspaceServerSessions, ServerSessionRuntime, WorkspaceEgress, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, WorkspaceReads, WorkspaceLive, StagedClaimSlot, WorkspaceTeardown, UserDeletion, AnonymousUsers, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands],
+  exports: [ServerRetirement, UserWorkspaces, WorkspaceServerSessions, WorkspaceEgress, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, WorkspaceReads, WorkspaceLive, StagedClaimSlot, WorkspaceTeardown, UserDeletion, AnonymousUsers, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands, UsersModule, ImagesModule, AgentModule],
 })
 export class WorkspacesModule {}

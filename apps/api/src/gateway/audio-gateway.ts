@@ -4,12 +4,15 @@ import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { WebSocket, WebSocketServer } from 'ws';
 import { ApiError, ErrorCode } from '@ws/common';
 import { StreamStanding } from '@ws/workspaces';
+import { authenticateToAudioPort } from './audio-credential';
 import { OggOpusDemuxer } from './audio-ogg';
 import { AudioKind, audioRefusal } from './audio-policy';
 import { openDesktopTcp } from './desktop-tcp';
 import { refuseUpgrade, StreamAdmission } from './stream-admission';
 
 const CONNECT_TIMEOUT_MS = 10_000;
+/** Until the port accepts the credential (the image's bridge itself waits 5 s for it). */
+const CREDENTIAL_TIMEOUT_MS = 10_000;
 /** Microphone messages: 20-100 ms of s16le 48 kHz mono is 2-10 KB; anything far larger is not a live microphone. */
 const MAX_INPUT_MESSAGE_BYTES = 64 * 1024;
 /**
@@ -33,9 +36,10 @@ interface AudioConnection extends StreamStanding {
  * The workspace's sound and microphone routes (`/api/stream/<id>/audio`, `/api/stream/<id>/audio_input`), handed
  * over by the StreamGateway. Admits through StreamAdmission as the VNC stream does (origin, rate limit, cookie,
  * WorkspaceAccess, closing on revoked tokens and locked users), then applies the workspace's effective allow_workspace_audio /
- * allow_workspace_microphone and view-only (403 on the upgrade). Audio out: the image's audio port serves Ogg
- * Opus; each Opus packet goes to the browser as one binary message. Microphone in: each binary message is raw
- * PCM (s16le, 48 kHz, mono) written to the image's audio_input port.
+ * allow_workspace_microphone and view-only (403 on the upgrade). Both ports take only a client that first presents
+ * the workspace's credential (audio-credential.ts), as the VNC port takes only its password; the browser never
+ * sees it. Audio out: the image's audio port serves Ogg Opus; each Opus packet goes to the browser as one binary
+ * message. Microphone in: each binary message is raw PCM (s16le, 48 kHz, mono) written to the image's audio_input port.
  */
 @Injectable()
 export class AudioGateway implements OnModuleDestroy {
@@ -65,10 +69,19 @@ export class AudioGateway implements OnModuleDestroy {
       if (!port || !workspace.server) throw new ApiError(ErrorCode.InvalidState, `This workspace's image has no ${kind} port (port_map.${kind})`);
       reachingDesktop = true;
       tcp = await openDesktopTcp(workspace.server.publishHost, port, CONNECT_TIMEOUT_MS);
+      // Failures surface as 'close' (the handshake's, then the bridge's); an unheard 'error' would throw.
+      tcp.on('error', () => undefined);
+      const firstBytes = await authenticateToAudioPort(tcp, workspace.token, CREDENTIAL_TIMEOUT_MS);
       const upstream = tcp;
+      // A handshake the websocket server rejects never reaches the callback: the port's connection must not outlive it.
+      let bridged = false;
+      socket.once('close', () => {
+        if (!bridged) upstream.destroy();
+      });
       this.wss.handleUpgrade(request, socket, head, (ws) => {
+        bridged = true;
         const standing = { workspaceId: workspace.id, kind, sessionTokenId: grant.sessionTokenId, userId: grant.userId, ownerId: workspace.userId };
-        this.bridge(ws, upstream, standing);
+        this.bridge(ws, upstream, standing, firstBytes);
       });
     } catch (err) {
       tcp?.destroy();
@@ -78,7 +91,8 @@ export class AudioGateway implements OnModuleDestroy {
     }
   }
 
-  private bridge(ws: WebSocket, tcp: Socket, standing: Omit<AudioConnection, 'close'>): void {
+  /** `firstBytes`: what the port sent after accepting the credential; `tcp` is paused until the listeners are on. */
+  private bridge(ws: WebSocket, tcp: Socket, standing: Omit<AudioConnection, 'close'>, firstBytes: Buffer): void {
     let closed = false;
     const connection: AudioConnection = {
       ...standing,
@@ -96,17 +110,18 @@ export class AudioGateway implements OnModuleDestroy {
     ws.on('close', () => connection.close('the browser closed the stream'));
     ws.on('error', () => connection.close('the browser connection failed'));
     tcp.on('close', () => connection.close(`the workspace's ${DESKTOP_PART[standing.kind]} ended`));
-    tcp.on('error', () => undefined);
 
     if (standing.kind === 'audio') {
       const demuxer = new OggOpusDemuxer();
       ws.send(JSON.stringify(AUDIO_FORMAT));
-      tcp.on('data', (chunk: Buffer) => {
+      const forward = (chunk: Buffer) => {
         for (const packet of demuxer.push(chunk)) {
           if (ws.bufferedAmount > MAX_BROWSER_BACKLOG_BYTES) continue;
           ws.send(packet, { binary: true });
         }
-      });
+      };
+      if (firstBytes.length) forward(firstBytes);
+      tcp.on('data', forward);
       // The browser sends nothing on this route.
       ws.on('message', () => undefined);
     } else {
@@ -118,5 +133,6 @@ export class AudioGateway implements OnModuleDestroy {
         tcp.write(data);
       });
     }
+    tcp.resume();
   }
 }

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { JobHandler } from '@ws/queue';
 import { LoginLinksService, SessionTokensService } from '@ws/users';
-import { WorkspaceRuntime } from '@ws/workspaces';
+import { AnonymousUsers, WorkspaceRuntime } from '@ws/workspaces';
 
 @Injectable()
 export class MaintenanceProcessor {
@@ -9,11 +9,16 @@ export class MaintenanceProcessor {
     private readonly tokens: SessionTokensService,
     private readonly loginLinks: LoginLinksService,
     private readonly runtime: WorkspaceRuntime,
+    private readonly anonymousUsers: AnonymousUsers,
   ) {}
 
   @JobHandler('maintenance.purge-expired-credentials')
   async purgeExpiredCredentials() {
-    return { sessionTokens: await this.tokens.purgeExpired(), loginLinks: await this.loginLinks.purgeExpired() };
+    return {
+      sessionTokens: await this.tokens.purgeExpired(), loginLinks: await this.loginLinks.purgeExpired(),
+      // The safety net of the `destroyed` event's removal (AnonymousUsers): anonymous users nothing holds any more.
+      anonymousUsers: await this.anonymousUsers.sweep(),
+    };
   }
 
   @JobHandler('maintenance.reap-expired-workspaces')
