@@ -14,7 +14,7 @@ import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialE
 import { ApiError, ErrorCode, newId, randomSecret } from '@ws/common';
 import { Image } from '@ws/images';
 import { Entitlements, LICENSE_FEATURES } from '@ws/licensing';
-import { Workspace, WorkspaceStatus } from '@ws/workspaces';
+import { countLiveWorkspaces, Workspace, WorkspaceStatus } from '@ws/workspaces';
 import { closeContext } from '../../apps/cli/src/context';
 import { runCli as cli } from './cli-runner';
 import { HEX32, TestApi, TestKey, TIMESTAMP, waitFor } from './harness';
@@ -57,7 +57,7 @@ describe('licensing', () => {
   const reserveConcurrently = async (attempts: number) => {
     const results = await Promise.allSettled(
       Array.from({ length: attempts }, () => db.transaction(async (tx) => {
-        await entitlements.reserveSessionCapacity(tx);
+        await entitlements.reserveSessionCapacity(tx, countLiveWorkspaces);
         await tx.getRepository(Workspace).insert(workspaceRow('starting'));
       })),
     );
@@ -230,7 +230,7 @@ describe('licensing', () => {
     expect(await liveCount()).toBe(4);
     // Full: nothing more fits, also not two at once.
     expect(await reserveConcurrently(3)).toBe(0);
-    await expect(db.transaction((tx) => entitlements.reserveSessionCapacity(tx, 2))).rejects.toMatchObject({
+    await expect(db.transaction((tx) => entitlements.reserveSessionCapacity(tx, countLiveWorkspaces, 2))).rejects.toMatchObject({
       code: ErrorCode.Conflict, message: `Session limit reached: the license ${res.body.license.license_id} allows 4 concurrent workspaces and 4 are live (staged included); 2 more were asked for`,
     });
   });

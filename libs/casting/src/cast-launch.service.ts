@@ -3,14 +3,12 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { DataSource } from 'typeorm';
 import { ApiError, AppConfig, ErrorCode, parseId, toWireId } from '@ws/common';
-import { UserGroup } from '@ws/groups';
+import { GroupsService } from '@ws/groups';
 import { Entitlements } from '@ws/licensing';
 import { RedisConnections } from '@ws/queue';
 import { SettingsService } from '@ws/settings';
-import { SessionTokensService } from '@ws/users';
-import { User } from '@ws/users';
-import { UsersService } from '@ws/users';
-import { connectPath, Workspace, WorkspaceLaunch } from '@ws/workspaces';
+import { SessionTokensService, User, UsersService } from '@ws/users';
+import { connectPath, latestRunningWorkspace, WorkspaceLaunch } from '@ws/workspaces';
 import type { CastLaunchRequest } from './dto/cast-config.requests';
 import { CAST_FLAGS, CastConfig, ENFORCED_CLIENT_SETTINGS } from './cast-config.entity';
 import { CastingService } from './casting.service';
@@ -83,6 +81,7 @@ export class CastLaunch {
     private readonly redis: RedisConnections,
     private readonly config: AppConfig,
     private readonly entitlements: Entitlements,
+    private readonly groups: GroupsService,
   ) {}
 
   /** `GET /api/client/cast/<key>/info`: what the client shows before launching. */
@@ -134,7 +133,7 @@ export class CastLaunch {
     } catch (err) {
       // No session came of it: the count goes back, and a visitor's user made for it goes.
       if (config.limitSessions) await this.returnSession(config.id);
-      if (madeForVisit) await this.db.getRepository(User).delete({ id: madeForVisit.id }).catch(() => undefined);
+      if (madeForVisit) await this.users.remove(madeForVisit.id).catch(() => undefined);
       if (err instanceof ApiError && err.code === ErrorCode.NoCapacity) throw refuse('no_capacity', err.message, err.retryAfterSeconds);
       // The license's session limit (409) still sends the visitor to the link's error_url.
       if (err instanceof ApiError && err.code === ErrorCode.Conflict) throw withErrorUrl(err, config.errorUrl, 'session_limit_reached');
@@ -194,9 +193,7 @@ export class CastLaunch {
 
   /** A running workspace of the link's image that the person already has: same workspace, a new link. */
   private async resume(config: CastConfig, user: User): Promise<CastLaunchAnswer | null> {
-    const workspace = await this.db.getRepository(Workspace).findOne({
-      where: { userId: user.id, imageId: config.imageId, status: 'running' }, order: { startDate: 'DESC' },
-    });
+    const workspace = await latestRunningWorkspace(this.db.manager, user.id, config.imageId);
     if (!workspace) return null;
     const issued = await this.tokens.createFor(user, { workspace_id: workspace.id });
     return this.answer(config, { workspaceId: toWireId(workspace.id), userId: toWireId(user.id), jwt: issued.jwt, resumed: true });
@@ -239,7 +236,7 @@ export class CastLaunch {
   private async anonymousUser(config: CastConfig): Promise<User> {
     const user = await this.users.createAnonymous();
     if (config.groupId) {
-      await this.db.getRepository(UserGroup).createQueryBuilder().insert().values({ userId: user.id, groupId: config.groupId }).orIgnore().execute();
+      await this.groups.join(user.id, config.groupId);
     }
     return user;
   }

@@ -118,6 +118,11 @@ export class GroupsService {
     await this.memberships.createQueryBuilder().insert().values({ userId, groupId: group.id }).orIgnore().execute();
   }
 
+  /** A membership the service itself makes, no caller to check (a cast link's visitor joins the link's group). */
+  async join(userId: string, groupId: string): Promise<void> {
+    await this.memberships.createQueryBuilder().insert().values({ userId, groupId }).orIgnore().execute();
+  }
+
   async removeMember(caller: Caller, userId: string, group: Group): Promise<void> {
     this.requireMembershipChange(caller, group);
     await this.memberships.delete({ userId, groupId: group.id });

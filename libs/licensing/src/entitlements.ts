@@ -110,13 +110,14 @@ export class Entitlements implements OnModuleInit {
    * workspace rows: takes a transaction-level advisory lock, so reservations across every process run one after
    * another until each commits, then refuses (409) when live workspaces (every status but deleted, staged ones
    * included) plus `count` would exceed the limit. The caller must insert its rows in this same transaction.
+   * `countLive` counts them: the workspaces library owns that table (countLiveWorkspaces), this one does not.
    */
-  async reserveSessionCapacity(tx: EntityManager, count = 1): Promise<void> {
+  async reserveSessionCapacity(tx: EntityManager, countLive: (tx: EntityManager) => Promise<number>, count = 1): Promise<void> {
     if (!Number.isInteger(count) || count < 1) throw new Error(`reserveSessionCapacity: count must be a positive integer (${count})`);
     await tx.query('SELECT pg_advisory_xact_lock($1)', [SESSION_CAPACITY_LOCK_KEY]);
     const license = await this.current(new Date(), tx);
     const limit = license?.seats ?? this.config.UNLICENSED_SESSION_LIMIT;
-    const [{ live }] = (await tx.query(`SELECT count(*)::int AS live FROM workspaces WHERE status <> 'deleted'`)) as Array<{ live: number }>;
+    const live = await countLive(tx);
     if (live + count <= limit) return;
     const source = license ? `license ${license.entitlement.license_id}` : 'free tier (no license applied)';
     throw new ApiError(

@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, Repository } from 'typeorm';
 import { ApiError, AppConfig, ErrorCode, parseId, toWireId } from '@ws/common';
+import { existingWorkspaceIds } from '@ws/workspaces';
 import { RecordingResponse, toRecordingResponse } from './recording.mappers';
 import { RecordingStores } from './recording-stores';
 import { SessionRecording } from './session-recording.entity';
@@ -42,8 +43,7 @@ export class RecordingsService {
       if (!ids.includes(id)) ids.push(id);
     }
     if (ids.length === 0) return ids;
-    const rows: Array<{ id: string }> = await this.recordings.manager.query('SELECT id FROM workspaces WHERE id = ANY($1::uuid[])', [ids]);
-    const known = new Set(rows.map((r) => r.id));
+    const known = await existingWorkspaceIds(this.recordings.manager, ids);
     const unknown = wireIds.find((wireId) => !known.has(parseId(wireId) as string));
     if (unknown !== undefined) throw ApiError.invalidId(field, unknown);
     return ids;

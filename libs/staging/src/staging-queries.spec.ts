@@ -1,5 +1,5 @@
 import { DEFAULT_CLIENT_SETTINGS, EffectiveGroupSettings } from '@ws/groups';
-import { canServeFromStaging, COUNT_READY_SQL, mountsPerUser, PICK_STAGED_SQL, pickParameters } from './staging-queries';
+import { canServeFromStaging, MATCHING_CONFIGS_SQL, mountsPerUser, pickParameters } from './staging-queries';
 import { STAGING_FLAG_NAMES } from './staging-config.entity';
 
 describe('staging claim rules', () => {
@@ -26,12 +26,8 @@ describe('staging claim rules', () => {
     const settings = { keepaliveExpiration: 60, usageLimit: null, defaultImageId: null, clientSettings } as EffectiveGroupSettings;
     const params = pickParameters('image-id', settings);
     expect(params).toEqual(['image-id', ...STAGING_FLAG_NAMES.map((name) => clientSettings[name])]);
-    for (const [i, name] of STAGING_FLAG_NAMES.entries()) expect(PICK_STAGED_SQL).toContain(`c.${name} = $${i + 2}`);
-    expect(PICK_STAGED_SQL).toContain('FOR UPDATE OF w SKIP LOCKED');
-    expect(PICK_STAGED_SQL).toContain('w.user_id IS NULL');
-    // Never a workspace that was ever someone's, even one whose user was deleted since (issue 19).
-    expect(PICK_STAGED_SQL).toContain('w.assigned_at IS NULL');
-    expect(COUNT_READY_SQL).toContain('w.assigned_at IS NULL');
+    for (const [i, name] of STAGING_FLAG_NAMES.entries()) expect(MATCHING_CONFIGS_SQL).toContain(`c.${name} = $${i + 2}`);
+    expect(MATCHING_CONFIGS_SQL).toContain('c.image_id = $1');
   });
 
   it('knows an image whose mounts name the user cannot be staged', () => {

@@ -1,6 +1,5 @@
 import type { EffectiveGroupSettings } from '@ws/groups';
 import type { Image } from '@ws/images';
-import { UNASSIGNED_STAGED } from '@ws/workspaces';
 import type { RequestWorkspaceRequest } from '@ws/workspaces';
 import { STAGING_FLAG_NAMES } from './staging-config.entity';
 
@@ -27,23 +26,13 @@ export function mountsPerUser(image: Pick<Image, 'volumeMappings'>): boolean {
   return /\{(username|user_id)\}/.test(JSON.stringify(image.volumeMappings ?? {}));
 }
 
-/** Staged workspaces never handed to anyone that run and have not expired: what a claim can take. */
-const READY = `${UNASSIGNED_STAGED} AND w.status = 'running' AND w.expiration_date > now()`;
-
-export const COUNT_READY_SQL = `
-  SELECT w.staging_config_id, count(*) AS ready FROM workspaces w
-   WHERE w.staging_config_id = ANY($1) AND ${READY} GROUP BY w.staging_config_id`;
-
 /**
- * The oldest ready staged workspace of a config for this image whose flags equal the user's, locked for the
- * claiming transaction; rows another claim holds are skipped (SKIP LOCKED), so concurrent requests on any
- * replica never get the same one and never wait for each other.
+ * This image's staging configs whose flags equal the user's effective client settings: the pools a claim may
+ * take from (the workspaces library picks the workspace: pickReadyStaged).
  */
-export const PICK_STAGED_SQL = `
-  SELECT w.id, w.share_id, w.staging_config_id FROM workspaces w JOIN staging_configs c ON c.id = w.staging_config_id
-   WHERE ${READY} AND w.image_id = $1 AND c.image_id = $1
-     AND ${STAGING_FLAG_NAMES.map((name, i) => `c.${name} = $${2 + i}`).join(' AND ')}
-   ORDER BY w.start_date, w.id LIMIT 1 FOR UPDATE OF w SKIP LOCKED`;
+export const MATCHING_CONFIGS_SQL = `
+  SELECT c.id FROM staging_configs c
+   WHERE c.image_id = $1 AND ${STAGING_FLAG_NAMES.map((name, i) => `c.${name} = $${2 + i}`).join(' AND ')}`;
 
 export function pickParameters(imageId: string, settings: EffectiveGroupSettings): unknown[] {
   return [imageId, ...STAGING_FLAG_NAMES.map((name) => settings.clientSettings[name])];

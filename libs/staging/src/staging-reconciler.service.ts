@@ -5,7 +5,7 @@ import { addSeconds, ApiError, ErrorCode, newId, randomSecret } from '@ws/common
 import { Image } from '@ws/images';
 import { Entitlements } from '@ws/licensing';
 import { DestroyReason, jobId, JobProducer } from '@ws/queue';
-import { reserveServer, UNASSIGNED_STAGED, WorkspaceLifecycle, WorkspaceTeardown } from '@ws/workspaces';
+import { countLiveWorkspaces, liveUnassignedStaged, reserveServer, StagedRow, stagedPool, WorkspaceLifecycle, WorkspaceTeardown } from '@ws/workspaces';
 import { StagingConfig } from './staging-config.entity';
 import { mountsPerUser } from './staging-queries';
 
@@ -14,15 +14,16 @@ export interface ReconcileOutcome {
   destroyed: number;
 }
 
-/** Staged rows that no longer belong to a pool: config gone or changed, failed, or past their expiration. */
-const STALE_STAGED_SQL = `
-  SELECT w.id, CASE WHEN w.status = 'failed' THEN 'failed' WHEN w.expiration_date <= now() THEN 'expired' ELSE 'orphaned' END AS reason
-    FROM workspaces w
-    LEFT JOIN staging_configs c ON c.id = w.staging_config_id
-    LEFT JOIN servers s ON s.id = w.server_id
-   WHERE ${UNASSIGNED_STAGED} AND w.status IN ('starting', 'running', 'failed')
-     AND ($1::uuid IS NULL OR w.staging_config_id = $1)
-     AND (c.id IS NULL OR c.image_id <> w.image_id OR s.zone_id IS DISTINCT FROM c.zone_id OR w.status = 'failed' OR w.expiration_date <= now())`;
+/**
+ * Why a staged workspace no longer belongs to its pool (failed, expired, or its config gone or changed to another
+ * image or zone), or null while it does.
+ */
+export function staleReason(row: StagedRow, config: Pick<StagingConfig, 'imageId' | 'zoneId'> | undefined): DestroyReason | null {
+  if (row.status === 'failed') return 'failed';
+  if (row.expired) return 'expired';
+  if (!config || config.imageId !== row.imageId || config.zoneId !== row.zoneId) return 'orphaned';
+  return null;
+}
 
 /**
  * Keeps each staging config's pool at num_sessions unassigned staged workspaces: removes stale ones (above),
@@ -53,10 +54,16 @@ export class StagingReconciler {
   /** One config's pool, or every pool when no id is given. */
   async reconcile(stagingConfigId?: string): Promise<ReconcileOutcome> {
     const outcome: ReconcileOutcome = { created: 0, destroyed: 0 };
-    const stale: Array<{ id: string; reason: DestroyReason }> = await this.db.query(STALE_STAGED_SQL, [stagingConfigId ?? null]);
-    for (const { id, reason } of stale) await this.teardown.destroy(id, reason);
-    outcome.destroyed += stale.length;
-    const ids = stagingConfigId ? [stagingConfigId] : (await this.db.getRepository(StagingConfig).find({ select: { id: true } })).map((c) => c.id);
+    const configs = new Map((await this.db.getRepository(StagingConfig).find({
+      select: { id: true, imageId: true, zoneId: true }, ...(stagingConfigId ? { where: { id: stagingConfigId } } : {}),
+    })).map((c) => [c.id, c]));
+    for (const row of await liveUnassignedStaged(this.db.manager, stagingConfigId ?? null)) {
+      const reason = staleReason(row, configs.get(row.stagingConfigId));
+      if (!reason) continue;
+      await this.teardown.destroy(row.id, reason);
+      outcome.destroyed++;
+    }
+    const ids = stagingConfigId ? [stagingConfigId] : [...configs.keys()];
     for (const id of ids) {
       const one = await this.reconcileConfig(id);
       outcome.created += one.created;
@@ -73,15 +80,11 @@ export class StagingReconciler {
     await this.db.transaction(async (tx) => {
       const config = await tx.getRepository(StagingConfig).createQueryBuilder('c').setLock('pessimistic_write').where('c.id = :id', { id: stagingConfigId }).getOne();
       if (!config) return;
-      const pool: Array<{ id: string }> = await tx.query(
-        `SELECT w.id FROM workspaces w WHERE w.staging_config_id = $1 AND ${UNASSIGNED_STAGED} AND w.status IN ('starting', 'running') AND w.expiration_date > now()
-          ORDER BY (w.status = 'running'), w.start_date, w.id`,
-        [config.id],
-      );
+      const pool = await stagedPool(tx, config.id);
       const surplus = pool.length - config.numSessions;
       // Starting ones first (they hold no ready desktop yet), then the youngest running ones.
       const toRemove = surplus > 0 ? pool.slice(0, surplus) : [];
-      for (const { id } of toRemove) await this.teardown.destroy(id, 'orphaned');
+      for (const id of toRemove) await this.teardown.destroy(id, 'orphaned');
       destroyed = toRemove.length;
       const image = await tx.getRepository(Image).findOneBy({ id: config.imageId });
       // A disabled image, or one changed since to mount per-user volumes, gets no new staged workspaces.
@@ -110,7 +113,7 @@ export class StagingReconciler {
    */
   private async recordStaged(tx: EntityManager, config: StagingConfig, image: Image): Promise<string | null> {
     try {
-      await this.entitlements.reserveSessionCapacity(tx);
+      await this.entitlements.reserveSessionCapacity(tx, countLiveWorkspaces);
     } catch (err) {
       if (err instanceof ApiError && err.code === ErrorCode.Conflict) {
         this.licenseShort(config.id, 'limit', `${err.message}; the pool stays short until sessions end`);

@@ -8,10 +8,13 @@ import { Entitlements } from '@ws/licensing';
 import { JobProducer } from '@ws/queue';
 import { Server } from '@ws/servers';
 import { SessionTokensService } from '@ws/users';
-import { LaunchCommands, StagedClaimInput, StagedClaimResult, StagedClaimSlot, UNASSIGNED_STAGED, WorkspaceLifecycle, WorkspaceTeardown } from '@ws/workspaces';
+import {
+  bindSessionToken, countReadyStaged, LaunchCommands, pickReadyStaged, StagedClaimInput, StagedClaimResult, StagedClaimSlot, unassignedStaged, WorkspaceLifecycle,
+  WorkspaceTeardown,
+} from '@ws/workspaces';
 import { Zone } from '@ws/zones';
 import type { NewStagingConfig, StagingConfigChanges } from './dto/staging.requests';
-import { canServeFromStaging, COUNT_READY_SQL, mountsPerUser, PICK_STAGED_SQL, pickParameters } from './staging-queries';
+import { canServeFromStaging, MATCHING_CONFIGS_SQL, mountsPerUser, pickParameters } from './staging-queries';
 import { STAGING_FLAG_NAMES, STAGING_FLAGS, StagingConfig } from './staging-config.entity';
 import { StagingConfigView } from './staging.mappers';
 
@@ -80,11 +83,7 @@ export class StagingService implements OnModuleInit {
   async delete(stagingConfigId: string): Promise<void> {
     const config = await this.find(stagingConfigId);
     await this.db.getRepository(StagingConfig).delete({ id: config.id });
-    const staged: Array<{ id: string }> = await this.db.query(
-      `SELECT w.id FROM workspaces w WHERE w.staging_config_id = $1 AND ${UNASSIGNED_STAGED} AND w.status IN ('starting', 'running', 'failed')`,
-      [config.id],
-    );
-    for (const { id } of staged) await this.teardown.destroy(id, 'orphaned');
+    for (const id of await unassignedStaged(this.db.manager, config.id)) await this.teardown.destroy(id, 'orphaned');
   }
 
   /**
@@ -98,7 +97,8 @@ export class StagingService implements OnModuleInit {
   async claim({ user, image, settings, request }: StagedClaimInput): Promise<StagedClaimResult | null> {
     if (!canServeFromStaging(image, request)) return null;
     const claimed = await this.db.transaction(async (tx) => {
-      const [picked] = (await tx.query(PICK_STAGED_SQL, pickParameters(image.id, settings))) as Array<{ id: string; share_id: string }>;
+      const matching = (await tx.query(MATCHING_CONFIGS_SQL, pickParameters(image.id, settings))) as Array<{ id: string }>;
+      const picked = await pickReadyStaged(tx, image.id, matching.map((c) => c.id));
       if (!picked) return null;
       const at = new Date();
       const assigned = await this.lifecycle.assign(picked.id, {
@@ -110,12 +110,12 @@ export class StagingService implements OnModuleInit {
     if (!claimed) return null;
     try {
       const issued = await this.tokens.create(toWireId(user.id), { workspace_id: claimed.id });
-      await this.db.query('UPDATE workspaces SET session_token_id = $1 WHERE id = $2', [issued.token.id, claimed.id]);
+      await bindSessionToken(this.db.manager, claimed.id, issued.token.id);
       // The image's go command, now that the desktop has its user; a browser image gets the request's page as
       // WORKSPACE_URL here (its container started before the request). Not awaited: the answer is `running`
       // already, and a failing command shows in operational_message.
       void this.launchCommands.runGoCommand(claimed.id, image.isBrowser && request.workspace_url ? { WORKSPACE_URL: request.workspace_url } : {});
-      return { workspaceId: claimed.id, shareId: claimed.share_id, jwt: issued.jwt };
+      return { workspaceId: claimed.id, shareId: claimed.shareId, jwt: issued.jwt };
     } catch (err) {
       // Assigned but no link could be made: it is the user's now, so it goes rather than back to the pool.
       await this.teardown.destroy(claimed.id, 'failed').catch(() => undefined);
@@ -161,8 +161,7 @@ export class StagingService implements OnModuleInit {
   }
 
   private async views(configs: StagingConfig[]): Promise<StagingConfigView[]> {
-    const counts: Array<{ staging_config_id: string; ready: string }> = configs.length ? await this.db.query(COUNT_READY_SQL, [configs.map((c) => c.id)]) : [];
-    const ready = new Map(counts.map((c) => [c.staging_config_id, Number(c.ready)]));
+    const ready = await countReadyStaged(this.db.manager, configs.map((c) => c.id));
     return configs.map((config) => ({
       config, zoneName: config.zone?.name ?? '', imageFriendlyName: config.image?.friendlyName ?? '', numCurrentSessions: ready.get(config.id) ?? 0,
     }));

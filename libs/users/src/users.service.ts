@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import * as bcrypt from 'bcryptjs';
-import { DataSource, In, QueryFailedError, Repository } from 'typeorm';
+import { DataSource, EntityManager, In, QueryFailedError, Repository } from 'typeorm';
 import { AccessService, Caller } from '@ws/auth';
 import { ApiError, ErrorCode, newId, parseId } from '@ws/common';
 import { Group, UserGroup } from '@ws/groups';
@@ -161,6 +161,21 @@ export class UsersService {
     const exists = id ? await this.db.getRepository(Image).existsBy({ id }) : false;
     if (!exists) throw ApiError.invalidId('default_image', value);
     return id as string;
+  }
+
+  /**
+   * Deletes a user by id, its tokens, login links, memberships and attributes with it (foreign keys). The
+   * database refuses a user who still owns a live workspace (trigger, SQLSTATE WSL01): the workspaces library
+   * ends those first (UserDeletion) and reads that refusal.
+   */
+  async remove(id: string, manager: EntityManager = this.db.manager): Promise<void> {
+    await manager.delete(User, { id });
+  }
+
+  /** Deletes those of these users that are anonymous (never a named one); answers how many went. */
+  async removeAnonymous(ids: string[], manager: EntityManager = this.db.manager): Promise<number> {
+    if (ids.length === 0) return 0;
+    return (await manager.delete(User, { id: In(ids), anonymous: true })).affected ?? 0;
   }
 
   async recordSession(userId: string, at: Date): Promise<void> {

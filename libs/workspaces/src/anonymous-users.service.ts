@@ -3,14 +3,16 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { OnWorkspaceEvent } from './events/workspace-event-subscriber';
 import type { WorkspaceEventMessage } from './events/workspace-event-types';
+import { UsersService } from '@ws/users';
+import { liveSql } from './workspace.entity';
 
 /**
  * An anonymous user (alias `u`) that nothing holds any more: no workspace of its own and no workspace it was made
  * to join is live (every status but `deleted`; a stopping one still counts until it is gone).
  */
 const UNHELD_ANONYMOUS = `u.anonymous
-   AND NOT EXISTS (SELECT 1 FROM workspaces w WHERE w.user_id = u.id AND w.status <> 'deleted')
-   AND NOT EXISTS (SELECT 1 FROM workspaces j WHERE j.id = u.joined_workspace_id AND j.status <> 'deleted')`;
+   AND NOT EXISTS (SELECT 1 FROM workspaces w WHERE w.user_id = u.id AND ${liveSql('w')})
+   AND NOT EXISTS (SELECT 1 FROM workspaces j WHERE j.id = u.joined_workspace_id AND ${liveSql('j')})`;
 
 /** The sweep leaves alone users younger than this: a launch or a cast visit that made one may not have recorded its workspace yet. */
 export const ANONYMOUS_USER_GRACE_SECONDS = 15 * 60;
@@ -28,24 +30,28 @@ const SWEEP_BATCH = 1000;
 export class AnonymousUsers {
   private readonly logger = new Logger(AnonymousUsers.name);
 
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly users: UsersService,
+  ) {}
 
   @OnWorkspaceEvent({ name: 'anonymous-users', types: ['destroyed'] })
   async onDestroyed(event: WorkspaceEventMessage, tx: EntityManager): Promise<void> {
-    await tx.query(
-      `DELETE FROM users u
+    const held = (await tx.query(
+      `SELECT u.id FROM users u
         WHERE (u.id = (SELECT user_id FROM workspaces WHERE id = $1) OR u.joined_workspace_id = $1) AND ${UNHELD_ANONYMOUS}`,
       [event.workspaceId],
-    );
+    )) as Array<{ id: string }>;
+    await this.users.removeAnonymous(held.map((u) => u.id), tx);
   }
 
   /** Removes anonymous users older than the grace that nothing holds; answers how many went. */
   async sweep(graceSeconds = ANONYMOUS_USER_GRACE_SECONDS): Promise<number> {
-    const [, removed] = (await this.db.query(
-      `DELETE FROM users WHERE id IN (
-         SELECT u.id FROM users u WHERE u.created_at < now() - $1::interval AND ${UNHELD_ANONYMOUS} LIMIT ${SWEEP_BATCH})`,
+    const unheld = (await this.db.query(
+      `SELECT u.id FROM users u WHERE u.created_at < now() - $1::interval AND ${UNHELD_ANONYMOUS} LIMIT ${SWEEP_BATCH}`,
       [`${graceSeconds} seconds`],
-    )) as [unknown, number];
+    )) as Array<{ id: string }>;
+    const removed = await this.users.removeAnonymous(unheld.map((u) => u.id));
     if (removed > 0) this.logger.log(`removed ${removed} anonymous user(s) whose workspaces are gone`);
     return removed;
   }

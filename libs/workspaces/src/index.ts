@@ -34,3 +34,6 @@ export type { WorkspaceStatus } from './workspace.entity';
 export { connectPath, operationalStatus, streamPath, withOverride } from './workspace.mappers';
 export { WorkspacesModule } from './workspaces.module';
 export { WorkspacesService } from './workspaces.service';
+export { bindSessionToken, countLiveWorkspaces, countReadyStaged, liveUnassignedStaged, pickReadyStaged, stagedPool, stagingOriginOf, unassignedStaged } from './staged-workspaces';
+export type { StagedRow } from './staged-workspaces';
+export { existingWorkspaceIds, latestRunningWorkspace } from './workspace-lookup';

@@ -1,9 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, QueryFailedError } from 'typeorm';
+import { QueryFailedError } from 'typeorm';
 import { AccessService, Caller } from '@ws/auth';
 import { ApiError, ErrorCode } from '@ws/common';
-import { User } from '@ws/users';
 import { UsersService } from '@ws/users';
 import { UserWorkspaces } from './user-workspaces';
 import { WorkspaceTeardown } from './workspace-teardown.service';
@@ -24,7 +22,6 @@ export function ownsLiveWorkspaces(err: unknown): boolean {
 @Injectable()
 export class UserDeletion {
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
     private readonly users: UsersService,
     private readonly teardown: WorkspaceTeardown,
     private readonly userWorkspaces: UserWorkspaces,
@@ -44,7 +41,7 @@ export class UserDeletion {
     // Through the lifecycle (stopping, then the worker removes the container): never left running without an owner.
     for (const workspace of live) await this.teardown.destroy(workspace.id, 'user_deleted');
     try {
-      await this.db.getRepository(User).delete({ id: user.id });
+      await this.users.remove(user.id);
     } catch (err) {
       // A workspace recorded for the user since the list above (a launch in flight): nothing was deleted.
       if (ownsLiveWorkspaces(err)) throw new ApiError(ErrorCode.Conflict, `User (${userId}) started a workspace meanwhile; try again`);

@@ -16,6 +16,7 @@ import { UsersService } from '@ws/users';
 import type { RequestWorkspaceRequest } from './dto/workspace.requests';
 import { reserveServer } from './placement';
 import { StagedClaimSlot } from './staged-claim';
+import { countLiveWorkspaces } from './staged-workspaces';
 import { Workspace, WorkspaceServerConnection } from './workspace.entity';
 import { WorkspaceServerSessions } from './workspace-server-sessions.service';
 import { connectPath, operationalStatus } from './workspace.mappers';
@@ -280,7 +281,7 @@ export class WorkspaceLaunch {
     const profile = image.persistentProfilePath && !launch.serverSession && body.persistent_profile_mode !== undefined ? body.persistent_profile_mode : null;
     try {
       launch.workspace = await this.db.transaction(async (tx) => {
-        await this.entitlements.reserveSessionCapacity(tx);
+        await this.entitlements.reserveSessionCapacity(tx, countLiveWorkspaces);
         const serverSession = need(launch.serverSession, 'server connection');
         // A VNC server is reached directly: no container, so no Docker host and none of its room.
         const server = serverSession?.connection.mode === 'direct' ? null : await reserveServer(tx, image);
@@ -337,7 +338,7 @@ export class WorkspaceLaunch {
    * owner away (issue 19), so its own workspaces stay its own.
    */
   private async discard(launch: LaunchContext): Promise<void> {
-    if (launch.createdUser && launch.user) await this.db.getRepository(User).delete({ id: launch.user.id });
+    if (launch.createdUser && launch.user) await this.users.remove(launch.user.id);
     else if (launch.issued) await this.db.getRepository(SessionToken).delete({ id: launch.issued.token.id });
   }
 }

@@ -1,4 +1,4 @@
-import { DataSource, Repository } from 'typeorm';
+import { DataSource, EntityManager, Repository } from 'typeorm';
 import { ApiError, parseId } from '@ws/common';
 import { hydrate, rawQuery, selectColumns } from '@ws/database';
 import { Image, ImageAttribute } from '@ws/images';
@@ -77,4 +77,16 @@ function withRelations(db: DataSource, row: Record<string, unknown>): Workspace 
   workspace.image = image as Image;
   workspace.server = hydrate(db, Server, row, 's_');
   return workspace;
+}
+
+/** Which of these workspace ids exist, in any state (history included). */
+export async function existingWorkspaceIds(db: Pick<EntityManager, 'query'>, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = (await db.query('SELECT id FROM workspaces WHERE id = ANY($1::uuid[])', [ids])) as Array<{ id: string }>;
+  return new Set(rows.map((r) => r.id));
+}
+
+/** The user's most recently started running workspace of this image (a cast link's resume), or null. */
+export async function latestRunningWorkspace(db: Pick<EntityManager, 'getRepository'>, userId: string, imageId: string): Promise<Workspace | null> {
+  return db.getRepository(Workspace).findOne({ where: { userId, imageId, status: 'running' }, order: { startDate: 'DESC' } });
 }

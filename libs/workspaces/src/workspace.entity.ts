@@ -9,7 +9,8 @@ import { User } from '@ws/users';
  * Lifecycle: starting → running → stopping → deleted; starting or running → failed (container could not be
  * made or vanished) → deleted once cleaned up. `deleted` rows are history: every live query excludes them.
  */
-export type WorkspaceStatus = 'starting' | 'running' | 'stopping' | 'failed' | 'deleted';
+export const WORKSPACE_STATUSES = ['starting', 'running', 'stopping', 'failed', 'deleted'] as const;
+export type WorkspaceStatus = (typeof WORKSPACE_STATUSES)[number];
 /** The partial unique index that keeps two live workspaces off one persistent profile. */
 export const PROFILE_LOCATION_INDEX = 'uq_workspaces_live_profile_location';
 
@@ -36,7 +37,12 @@ export interface WorkspaceServerConnection {
   address?: string;
 }
 
-export const LIVE_STATUSES: WorkspaceStatus[] = ['starting', 'running', 'stopping', 'failed'];
+/**
+ * Live: every status but `deleted` (history). The one definition, in two forms: LIVE_STATUSES for queries that
+ * list statuses, LIVE_SQL for raw statements (the condition the partial index ix_workspaces_live_status serves).
+ */
+export const LIVE_STATUSES: WorkspaceStatus[] = WORKSPACE_STATUSES.filter((status) => status !== 'deleted');
+export const liveSql = (alias: string) => `${alias}.status <> 'deleted'`;
 
 /**
  * SQL condition on a workspaces row (alias `w`): staged and never handed to anyone, the only rows a pool counts,
