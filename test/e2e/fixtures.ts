@@ -4,12 +4,10 @@ import { DataSource } from 'typeorm';
 import { createWebSocketStream, WebSocket } from 'ws';
 import { newId, randomSecret } from '@ws/common';
 import { Image } from '@ws/images';
-import { Server } from '@ws/servers';
+import { Server, ServersService } from '@ws/servers';
 import { RfbClient } from '@ws/stream';
-import { ServersService } from '@ws/servers';
 import { Workspace, WorkspaceStatus } from '@ws/workspaces';
-import { Zone } from '@ws/zones';
-import { ZonesService } from '@ws/zones';
+import { Zone, ZonesService } from '@ws/zones';
 import { TestApi, TestKey, waitFor } from './harness';
 
 /** Rows for tests that need workspaces to exist without running containers (permission rules, listings). */

@@ -7,8 +7,9 @@ import { DataSource } from 'typeorm';
 import { AppConfig } from '@ws/common';
 import { ImagesService } from '@ws/images';
 import { JOB_QUEUE, jobId, JobProducer } from '@ws/queue';
-import { CaptureRecord, CaptureRecordKind, CAPTURE_MAGIC, readCaptureRecords, recordHeader, SessionRecording } from '@ws/recordings';
-import { CaptureRows, capturePrefixOf, RecordingCapture, segmentFileName, ThreadedUploader, writeSpoolOwner } from '@ws/recordings';
+import {
+  CaptureRecord, CaptureRecordKind, CAPTURE_MAGIC, readCaptureRecords, recordHeader, SessionRecording, CaptureRows, capturePrefixOf, RecordingCapture, segmentFileName, ThreadedUploader, writeSpoolOwner,
+} from '@ws/recordings';
 import { ObjectStore, openStore, S3ObjectStore } from '@ws/storage';
 import { runCli as cli, useApiForCli } from './cli-runner';
 import { desktopImage, TestApi, TestKey, waitFor } from './harness';

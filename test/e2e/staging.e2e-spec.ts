@@ -1,7 +1,6 @@
 import { DataSource } from 'typeorm';
 import { toWireId } from '@ws/common';
-import { Image } from '@ws/images';
-import { ImagesService } from '@ws/images';
+import { Image, ImagesService } from '@ws/images';
 import { ZonesService } from '@ws/zones';
 import { HEX32, TestApi, TestKey } from './harness';
 

@@ -1,7 +1,6 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
 import { CreatedAt, TimestampColumn, UpdatedAt } from '@ws/database';
-import { CONFIG_CLIENT_SETTING_FLAGS } from '@ws/groups';
-import { Group } from '@ws/groups';
+import { CONFIG_CLIENT_SETTING_FLAGS, Group } from '@ws/groups';
 import { Image } from '@ws/images';
 
 /**

@@ -1,8 +1,7 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { ApiError, AppConfig, ErrorCode } from '@ws/common';
-import { PgNotifications } from '@ws/database';
-import { rawQuery } from '@ws/database';
+import { PgNotifications, rawQuery } from '@ws/database';
 import { IssuerKeys } from './issuer-keys';
 import { featureSet, isLicenseFeature, LicenseEntitlement, LicenseFeature, LicenseFeatures, verifyLicenseKey } from './license-key';
 

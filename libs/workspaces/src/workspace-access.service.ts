@@ -2,10 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { MoreThan, Repository } from 'typeorm';
 import { ApiError, ErrorCode, toWireId } from '@ws/common';
-import { SessionToken } from '@ws/users';
-import { SessionTokensService } from '@ws/users';
-import { User } from '@ws/users';
-import { UsersService } from '@ws/users';
+import { SessionToken, SessionTokensService, User, UsersService } from '@ws/users';
 import { Workspace } from './workspace.entity';
 import { findLiveWorkspace, WorkspaceTarget } from './workspace-lookup';
 

@@ -1,9 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { ApiError, AppConfig } from '@ws/common';
-import type { Image } from '@ws/images';
-import type { ServerImagesService } from '@ws/images';
-import { ServerCredentialError } from '@ws/images';
-import { checkServerTarget } from '@ws/images';
+import type { Image, ServerImagesService } from '@ws/images';
+import { ServerCredentialError, checkServerTarget } from '@ws/images';
 import { Workspace, WorkspaceServerConnection } from './workspace.entity';
 import { WorkspaceServerSessions } from './workspace-server-sessions.service';
 

@@ -1,10 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { addSeconds, ApiError, AppConfig, ErrorCode, formatTimestamp, toWireId } from '@ws/common';
-import { Image } from '@ws/images';
-import { ServerCredentialCipher, ServerCredentialError } from '@ws/images';
-import { ServerImagesService } from '@ws/images';
-import { checkTargetHost, resolveConnection, sessionModeOf } from '@ws/images';
-import { TargetAddressPolicy } from '@ws/images';
+import {
+  Image, ServerCredentialCipher, ServerCredentialError, ServerImagesService, checkTargetHost, resolveConnection, sessionModeOf, TargetAddressPolicy,
+} from '@ws/images';
 import { mintRelayCredential, rdpFile, rdpUrl } from './rdp-client-connection';
 import { operationalStatus } from './workspace.mappers';
 import { Workspace, WorkspaceServerConnection } from './workspace.entity';

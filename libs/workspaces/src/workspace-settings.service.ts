@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { effectiveSettings, EffectiveGroupSettings } from '@ws/groups';
-import { GroupsService } from '@ws/groups';
+import { effectiveSettings, EffectiveGroupSettings, GroupsService } from '@ws/groups';
 import { SettingsService } from '@ws/settings';
 
 /** A user's effective group settings (client settings, keepalive, usage limit), as every workspace operation reads them. */

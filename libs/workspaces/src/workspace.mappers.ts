@@ -1,7 +1,6 @@
 import { formatTimestamp, toWireId } from '@ws/common';
 import type { ClientSettings } from '@ws/groups';
-import { toImageRef } from '@ws/images';
-import { portMapOf } from '@ws/images';
+import { toImageRef, portMapOf } from '@ws/images';
 import type { Workspace, WorkspaceStatus } from './workspace.entity';
 
 /** The spec shows starting, running and stopped; a failed workspace reads as stopped (its message says why). */

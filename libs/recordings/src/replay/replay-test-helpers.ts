@@ -4,9 +4,8 @@
  */
 import { Z_SYNC_FLUSH, createDeflate } from 'node:zlib';
 import { encode as encodeJpeg } from 'jpeg-js';
-import { Encoding, PixelFormat, encodePixelFormat } from '@ws/stream';
+import { Encoding, PixelFormat, encodePixelFormat, cat, compactLength, rectHeader, serverInit as rfbServerInit, u16, u32, u8 } from '@ws/stream';
 // The byte builders are libs/stream's own test helpers: one copy of the RFB wire primitives.
-import { cat, compactLength, rectHeader, serverInit as rfbServerInit, u16, u32, u8 } from '@ws/stream';
 import { CAPTURE_MAGIC, CaptureRecordKind, encodeCaptureRecord } from '../capture-format';
 
 export { cat, compactLength, rectHeader, u16, u32, u8, update } from '@ws/stream';
