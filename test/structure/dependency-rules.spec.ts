@@ -18,7 +18,7 @@ interface Violation {
 
 /** Runs the checker on these paths: its exit code as `npm run lint` runs it (err output), and the violations it reports. */
 function depcruise(paths: string[]): { status: number | null; violations: Violation[] } {
-  const run = (outputType: string) => spawnSync(process.execPath, [CLI, '--config', '.dependency-cruiser.cjs', '--output-type', outputType, ...paths], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 });
+  const run = (outputType: string) => spawnSync(process.execPath, [CLI, '--config', '.dependency-cruiser.cjs', '--output-type', outputType, ...paths], { cwd: ROOT, encoding: 'utf8', timeout: 120_000, maxBuffer: 256 * 1024 ** 2 });
   const report = JSON.parse(run('json').stdout) as { summary: { violations: Violation[] } };
   return { status: run('err').status, violations: report.summary.violations };
 }

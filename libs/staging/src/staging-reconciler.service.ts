@@ -1,11 +1,11 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import { addSeconds, ApiError, ErrorCode, newId, randomSecret } from '@ws/common';
+import { addSeconds, ApiError, ErrorCode, newId } from '@ws/common';
 import { Image } from '@ws/images';
 import { Entitlements } from '@ws/licensing';
 import { DestroyReason, jobId, JobProducer } from '@ws/queue';
-import { countLiveWorkspaces, liveUnassignedStaged, reserveServer, StagedRow, stagedPool, WorkspaceLifecycle, WorkspaceTeardown } from '@ws/workspaces';
+import { countLiveWorkspaces, liveUnassignedStaged, newWorkspaceFields, reserveServer, StagedRow, stagedPool, WorkspaceLifecycle, WorkspaceTeardown } from '@ws/workspaces';
 import { StagingConfig } from './staging-config.entity';
 import { mountsPerUser } from './staging-queries';
 
@@ -134,10 +134,10 @@ export class StagingReconciler {
     const start = new Date();
     const id = newId();
     await this.lifecycle.record(tx, {
-      id, userId: null, imageId: image.id, serverId, operationalMessage: 'Staged: waiting for a worker', operationalProgress: 0,
-      containerId: null, containerIp: null, hostPorts: {}, cores: image.cores, memory: image.memory, token: randomSecret(32), viewOnlyToken: randomSecret(32),
-      shareId: randomSecret(16), sharingEnabled: false, environment: {}, sessionTokenId: null, launchOptions: {}, persistentProfileMode: null, isPersistentProfile: false,
-      stagingConfigId: config.id, startDate: start, keepaliveDate: start, expirationDate: addSeconds(start, Number(config.expiration) * 3600), destroyedAt: null, destroyReason: null,
+      ...newWorkspaceFields({
+        id, userId: null, image, serverId, start, expirationDate: addSeconds(start, Number(config.expiration) * 3600), operationalMessage: 'Staged: waiting for a worker',
+      }),
+      stagingConfigId: config.id,
     });
     return id;
   }

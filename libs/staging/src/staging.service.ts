@@ -1,15 +1,15 @@
-import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { addSeconds, ApiError, ErrorCode, newId, parseId, toWireId } from '@ws/common';
-import { DEFAULT_CLIENT_SETTINGS } from '@ws/groups';
+import { DEFAULT_CLIENT_SETTINGS, EffectiveGroupSettings } from '@ws/groups';
 import { Image } from '@ws/images';
 import { Entitlements } from '@ws/licensing';
 import { JobProducer } from '@ws/queue';
 import { Server } from '@ws/servers';
-import { SessionTokensService } from '@ws/users';
+import { SessionTokensService, User } from '@ws/users';
 import {
-  bindSessionToken, countReadyStaged, LaunchCommands, pickReadyStaged, StagedClaimInput, StagedClaimResult, StagedClaimSlot, unassignedStaged, WorkspaceLifecycle,
+  bindSessionToken, countReadyStaged, LaunchCommands, pickReadyStaged, RequestWorkspaceRequest, unassignedStaged, WorkspaceLifecycle,
   WorkspaceTeardown,
 } from '@ws/workspaces';
 import { Zone } from '@ws/zones';
@@ -18,12 +18,27 @@ import { canServeFromStaging, MATCHING_CONFIGS_SQL, mountsPerUser, pickParameter
 import { STAGING_FLAG_NAMES, STAGING_FLAGS, StagingConfig } from './staging-config.entity';
 import { StagingConfigView } from './staging.mappers';
 
+/** What a launch knows when it may take a staged workspace instead of starting one. */
+export interface StagedClaimInput {
+  user: User;
+  image: Image;
+  settings: EffectiveGroupSettings;
+  request: RequestWorkspaceRequest;
+}
+
+/** A staged workspace now the user's: running, with a session token minted for it. */
+export interface StagedClaimResult {
+  workspaceId: string;
+  shareId: string;
+  jwt: string;
+}
+
 /**
  * Staging configs (the five operations) and the claim of a staged workspace by request_workspace. Filling,
  * expiring and trimming the pools is the worker's (StagingReconciler); this asks it to run after a change.
  */
 @Injectable()
-export class StagingService implements OnModuleInit {
+export class StagingService {
   private readonly logger = new Logger(StagingService.name);
 
   constructor(
@@ -32,14 +47,9 @@ export class StagingService implements OnModuleInit {
     private readonly teardown: WorkspaceTeardown,
     private readonly lifecycle: WorkspaceLifecycle,
     private readonly jobs: JobProducer,
-    private readonly claimSlot: StagedClaimSlot,
     private readonly launchCommands: LaunchCommands,
     private readonly entitlements: Entitlements,
   ) {}
-
-  onModuleInit(): void {
-    this.claimSlot.register((input) => this.claim(input));
-  }
 
   async list(): Promise<StagingConfigView[]> {
     const configs = await this.db.getRepository(StagingConfig).find({ relations: { zone: true, image: true }, order: { createdAt: 'ASC' } });

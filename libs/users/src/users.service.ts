@@ -135,6 +135,11 @@ export class UsersService {
     return this.users.findOneByOrFail({ id: user.id });
   }
 
+  /** The user's own default image (an attribute), by id; null when none is set. */
+  async defaultImageOf(id: string): Promise<string | null> {
+    return (await this.attributes.findOneBy({ userId: id }))?.defaultImageId ?? null;
+  }
+
   async getAttributes(userId: string): Promise<UserAttributes> {
     const user = await this.find(userId);
     return this.attributes.findOneByOrFail({ userId: user.id });

@@ -97,3 +97,8 @@ export async function countLiveWorkspaces(tx: Queryable): Promise<number> {
   const [{ live }] = (await tx.query(`SELECT count(*)::int AS live FROM workspaces w WHERE ${liveSql('w')}`)) as Array<{ live: number }>;
   return live;
 }
+
+/** A claimed staged workspace takes the client settings a cast link enforces (its container started without them). */
+export async function setClientSettingsOverride(db: Queryable, workspaceId: string, override: Record<string, boolean>): Promise<void> {
+  await db.query('UPDATE workspaces SET client_settings_override = $1 WHERE id = $2', [JSON.stringify(override), workspaceId]);
+}

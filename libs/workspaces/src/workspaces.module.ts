@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AgentModule } from '@ws/agent';
 import { ImagesModule } from '@ws/images';
@@ -17,13 +18,18 @@ import { WorkspaceLifecycle } from './workspace-lifecycle.service';
 import { WorkspaceRuntime } from './workspace-runtime.service';
 import { WorkspaceTeardown } from './workspace-teardown.service';
 import { WorkspacesService } from './workspaces.service';
-import { WorkspaceLaunch } from './workspace-launch.service';
+import { WorkspaceLaunch } from './launch/workspace-launch.service';
+import { LaunchRecorder } from './launch/launch-recorder.service';
+import { LaunchSteps } from './launch/launch-steps';
+import { CheckLimitsStep } from './launch/steps/check-limits.step';
+import { EgressStep } from './launch/steps/egress.step';
+import { PersistentProfileStep } from './launch/steps/persistent-profile.step';
+import { ServerConnectionStep } from './launch/steps/server-connection.step';
 import { WorkspaceLive } from './workspace-live.service';
 import { WorkspaceReads } from './workspace-reads.service';
 import { WorkspaceSettings } from './workspace-settings.service';
 import { WorkspaceAccess } from './workspace-access.service';
 import { StreamStatsService } from './stream-stats.service';
-import { StagedClaimSlot } from './staged-claim';
 import { LaunchCommands } from './launch-commands';
 import { WorkspaceProfiles } from './workspace-profiles.service';
 import { ProfilesModule } from '@ws/profiles';
@@ -31,8 +37,8 @@ import { EgressModule } from '@ws/egress';
 import { WorkspaceEgress } from './workspace-egress.service';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, Server, Zone, SessionToken]), UsersModule, ImagesModule, ServersModule, AgentModule, ProfilesModule, EgressModule],
-  providers: [ServerRetirement, UserWorkspaces, WorkspaceServerSessions, ServerSessionRuntime, WorkspaceEgress, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, WorkspaceReads, WorkspaceLive, StagedClaimSlot, WorkspaceTeardown, UserDeletion, AnonymousUsers, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands],
-  exports: [ServerRetirement, UserWorkspaces, WorkspaceServerSessions, WorkspaceEgress, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, WorkspaceReads, WorkspaceLive, StagedClaimSlot, WorkspaceTeardown, UserDeletion, AnonymousUsers, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands, UsersModule, ImagesModule, AgentModule],
+  imports: [TypeOrmModule.forFeature([Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, Server, Zone, SessionToken]), DiscoveryModule, UsersModule, ImagesModule, ServersModule, AgentModule, ProfilesModule, EgressModule],
+  providers: [ServerRetirement, UserWorkspaces, WorkspaceServerSessions, ServerSessionRuntime, WorkspaceEgress, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, LaunchSteps, LaunchRecorder, CheckLimitsStep, ServerConnectionStep, PersistentProfileStep, EgressStep, WorkspaceReads, WorkspaceLive, WorkspaceTeardown, UserDeletion, AnonymousUsers, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands],
+  exports: [ServerRetirement, UserWorkspaces, WorkspaceServerSessions, WorkspaceEgress, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, WorkspaceReads, WorkspaceLive, WorkspaceTeardown, UserDeletion, AnonymousUsers, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands, UsersModule, ImagesModule, AgentModule],
 })
 export class WorkspacesModule {}

@@ -1,0 +1,33 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { toWireId } from '@ws/common';
+import { connectPath, LaunchOrder, LaunchStep, LaunchStepProvider, ResolvedLaunch, setClientSettingsOverride } from '@ws/workspaces';
+import { StagingService } from './staging.service';
+
+/** The launch's claim: a matching staged workspace is handed over already running, and no new one is started. */
+@Injectable()
+@LaunchStepProvider()
+export class ClaimStagedStep implements LaunchStep {
+  readonly name = 'claim staged';
+  readonly order = LaunchOrder.ClaimStaged;
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly staging: StagingService,
+  ) {}
+
+  async run(launch: ResolvedLaunch): Promise<void> {
+    if (launch.inputs.containerNetwork) return; // a staged container already joined its network
+    if (launch.facts.serverSession) return; // staging starts containers of container images only
+    const { user, image, settings, request } = launch;
+    const staged = await this.staging.claim({ user, image, settings, request });
+    if (!staged) return;
+    const override = launch.inputs.clientSettingsOverride;
+    if (override && Object.keys(override).length > 0) await setClientSettingsOverride(this.db.manager, staged.workspaceId, override);
+    launch.answer = {
+      workspace_id: toWireId(staged.workspaceId), session_token: staged.jwt, username: user.username, status: 'running', share_id: staged.shareId,
+      user_id: toWireId(user.id), workspace_url: connectPath(staged.workspaceId, user.id, staged.jwt),
+    };
+  }
+}

@@ -1,0 +1,127 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager } from 'typeorm';
+import { addSeconds, newId, randomSecret, toWireId } from '@ws/common';
+import { Entitlements } from '@ws/licensing';
+import { JobProducer, jobId } from '@ws/queue';
+import { SessionToken, SessionTokensService, UsersService } from '@ws/users';
+import { newWorkspaceFields } from '../new-workspace';
+import { reserveServer } from '../placement';
+import { countLiveWorkspaces } from '../staged-workspaces';
+import { Workspace } from '../workspace.entity';
+import { connectPath, operationalStatus } from '../workspace.mappers';
+import { WorkspaceLifecycle } from '../workspace-lifecycle.service';
+import { WorkspaceProfiles } from '../workspace-profiles.service';
+import { WorkspaceServerSessions } from '../workspace-server-sessions.service';
+import type { IssuedLaunch, LaunchAnswer, ResolvedLaunch } from './launch-context';
+import type { ReservedLaunchOptions } from './launch-step';
+import { LaunchSteps } from './launch-steps';
+
+/**
+ * The end of every launch that no step served: the owner's token (minted here only), the workspace row in one
+ * transaction, and the provision job. A launch that ends here without a workspace removes what it made.
+ */
+@Injectable()
+export class LaunchRecorder {
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly users: UsersService,
+    private readonly tokens: SessionTokensService,
+    private readonly lifecycle: WorkspaceLifecycle,
+    private readonly jobs: JobProducer,
+    private readonly entitlements: Entitlements,
+    private readonly profiles: WorkspaceProfiles,
+    private readonly serverSessions: WorkspaceServerSessions,
+    private readonly steps: LaunchSteps,
+  ) {}
+
+  async record(resolved: ResolvedLaunch): Promise<LaunchAnswer> {
+    // The id the token names; the row is recorded next.
+    const workspaceId = newId();
+    const launch: IssuedLaunch = Object.assign(resolved, { workspaceId, issued: await this.tokens.createFor(resolved.user, { workspace_id: workspaceId }) });
+    const workspace = await this.placeAndRecord(launch);
+    await this.enqueueProvision(launch);
+    const { user, issued: { jwt } } = launch;
+    return {
+      workspace_id: toWireId(workspace.id), session_token: jwt, username: user.username, status: operationalStatus(workspace.status),
+      share_id: workspace.shareId, user_id: toWireId(user.id), workspace_url: connectPath(workspace.id, user.id, jwt),
+    };
+  }
+
+  /**
+   * What a launch that ends with no workspace made goes: the user it created itself (its tokens with it), else
+   * the token it issued. Never a user who existed before the launch: deleting one would take its workspaces'
+   * owner away (issue 19), so its own workspaces stay its own.
+   */
+  async discard(launch: ResolvedLaunch | IssuedLaunch): Promise<void> {
+    if (launch.createdUser) await this.users.remove(launch.user.id);
+    else if ('issued' in launch) await this.db.getRepository(SessionToken).delete({ id: launch.issued.token.id });
+  }
+
+  /**
+   * One transaction, its locks always in this order (no deadlock between launches, staging and the outbox): a
+   * seat under the license's session limit (a deployment-wide advisory lock: keep this transaction short), a
+   * server with room, what the steps reserve (an egress connection), then the workspace row (`starting`, event
+   * `requested`).
+   */
+  private async placeAndRecord(launch: IssuedLaunch): Promise<Workspace> {
+    const { request: body, user, image, settings, workspaceId, facts } = launch;
+    const serverSession = facts.serverSession ?? null;
+    const start = new Date();
+    const profile = image.persistentProfilePath && !serverSession && body.persistent_profile_mode !== undefined ? body.persistent_profile_mode : null;
+    try {
+      return await this.db.transaction(async (tx) => {
+        await this.entitlements.reserveSessionCapacity(tx, countLiveWorkspaces);
+        // A VNC server is reached directly: no container, so no Docker host and none of its room.
+        const server = serverSession?.connection.mode === 'direct' ? null : await reserveServer(tx, image);
+        const reserved = await this.reserveSteps(tx, launch);
+        return this.lifecycle.record(tx, {
+          ...newWorkspaceFields({
+            id: workspaceId, userId: user.id, image, serverId: server?.id ?? null, start, expirationDate: addSeconds(start, settings.keepaliveExpiration),
+            operationalMessage: 'Waiting for a worker',
+          }),
+          serverConnection: serverSession?.connection ?? null, serverPasswordEncrypted: serverSession ? this.serverSessions.seal(serverSession.password, workspaceId) : null,
+          relaySecret: serverSession?.connection.mode === 'relay' ? randomSecret(32) : null,
+          sharingEnabled: body.enable_sharing ?? false, environment: body.environment ?? {}, sessionTokenId: launch.issued.token.id,
+          clientSettingsOverride: launch.inputs.clientSettingsOverride ?? {},
+          launchOptions: {
+            clientLanguage: body.client_language, clientTimezone: body.client_timezone, workspaceUrl: body.workspace_url, containerNetwork: launch.inputs.containerNetwork,
+            ...reserved,
+          },
+          persistentProfileMode: profile, isPersistentProfile: profile !== null && profile !== 'Disabled', profileLocation: facts.profileLocation ?? null,
+        });
+      });
+    } catch (err) {
+      // No workspace came of it: the token goes, and so does a user made only for this request.
+      await this.discard(launch);
+      throw this.profiles.conflictOf(err) ?? err;
+    }
+  }
+
+  private async reserveSteps(tx: EntityManager, launch: IssuedLaunch): Promise<ReservedLaunchOptions> {
+    const reserved: ReservedLaunchOptions = {};
+    for (const step of this.steps.list()) if (step.reserve) Object.assign(reserved, await step.reserve(tx, launch));
+    return reserved;
+  }
+
+  /**
+   * After commit. When the queue refuses (Redis down: 503), the workspace is withdrawn before answering, so an
+   * integrator who retries gets one workspace, not two; a job that did reach the queue finds the row gone and
+   * does nothing. Should the withdrawal fail too, the `starting` row is the reaper's: it re-enqueues it.
+   */
+  private async enqueueProvision(launch: IssuedLaunch): Promise<void> {
+    const id = launch.workspaceId;
+    try {
+      await this.jobs.enqueue('workspace.provision', { workspaceId: id }, { jobId: jobId.provision(id) });
+    } catch (err) {
+      await this.withdraw(launch).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** A recorded workspace that no worker will ever hear of: removed (no container exists), with its token and the user made for it. */
+  private async withdraw(launch: IssuedLaunch): Promise<void> {
+    if (await this.lifecycle.stop(launch.workspaceId, 'failed')) await this.lifecycle.destroyed(launch.workspaceId);
+    await this.discard(launch);
+  }
+}

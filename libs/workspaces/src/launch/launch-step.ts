@@ -1,0 +1,38 @@
+import { SetMetadata } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import type { IssuedLaunch, ResolvedLaunch } from './launch-context';
+
+export const LAUNCH_STEP_KEY = 'ws:launch-step';
+
+/**
+ * Where each step runs, after the user, settings and image are resolved and before the workspace is recorded.
+ * A new step takes a number between its neighbours.
+ */
+export const LaunchOrder = {
+  Limits: 100,
+  ServerConnection: 200,
+  PersistentProfile: 300,
+  Egress: 400,
+  ClaimStaged: 500,
+} as const;
+
+/** What a step's reservation adds to the recorded workspace's launch options. */
+export interface ReservedLaunchOptions {
+  egressGatewayId?: string;
+}
+
+/**
+ * One step of every launch (request_workspace, a cast launch), contributed by the library that owns its concern:
+ * `run` checks or decides before anything is recorded (and may serve the request itself by setting
+ * `launch.answer`); `reserve`, inside the transaction that records the workspace, holds what the step checked
+ * (after the license seat and the server, in step order).
+ */
+export interface LaunchStep {
+  readonly name: string;
+  readonly order: number;
+  run?(launch: ResolvedLaunch): Promise<void>;
+  reserve?(tx: EntityManager, launch: IssuedLaunch): Promise<ReservedLaunchOptions>;
+}
+
+/** Marks a provider (a LaunchStep) of any module as a step of every launch: the pipeline finds it and runs it at its order. */
+export const LaunchStepProvider = () => SetMetadata(LAUNCH_STEP_KEY, true);

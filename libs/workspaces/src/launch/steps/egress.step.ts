@@ -1,0 +1,42 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { newId } from '@ws/common';
+import { GroupsService } from '@ws/groups';
+import { WorkspaceEgress } from '../../workspace-egress.service';
+import type { IssuedLaunch, ResolvedLaunch } from '../launch-context';
+import { LaunchOrder, LaunchStep, LaunchStepProvider, ReservedLaunchOptions } from '../launch-step';
+
+/**
+ * egress_gateway_id: the gateway exists and the user may use it (a credential of its provider on the user, one
+ * of their groups or the image), checked before anything is recorded (400, 403, 409); the connection is reserved
+ * in the recording transaction, under the connection limit. A staged workspace never serves such a request (its
+ * container already started).
+ */
+@Injectable()
+@LaunchStepProvider()
+export class EgressStep implements LaunchStep {
+  readonly name = 'egress';
+  readonly order = LaunchOrder.Egress;
+
+  constructor(
+    private readonly egress: WorkspaceEgress,
+    private readonly groups: GroupsService,
+  ) {}
+
+  async run(launch: ResolvedLaunch): Promise<void> {
+    const gatewayId = launch.request.egress_gateway_id;
+    if (!gatewayId) return;
+    const { user, image } = launch;
+    const groupIds = ((await this.groups.groupsOf([user.id])).get(user.id) ?? []).map((g) => g.id);
+    launch.facts.egressGroupIds = groupIds;
+    await this.egress.check({ workspaceId: newId(), userId: user.id, groupIds, imageId: image.id, gatewayId });
+  }
+
+  async reserve(tx: EntityManager, launch: IssuedLaunch): Promise<ReservedLaunchOptions> {
+    const gatewayId = launch.request.egress_gateway_id;
+    if (!gatewayId) return {};
+    const { workspaceId, user, image, facts } = launch;
+    const egress = await this.egress.reserve(tx, { workspaceId, userId: user.id, groupIds: facts.egressGroupIds ?? [], imageId: image.id, gatewayId });
+    return { egressGatewayId: egress.gateway.id };
+  }
+}
