@@ -8,6 +8,8 @@ export type { Need, ParserGenerator } from './feeder';
 export { RGBX32, compactPixelSize, encodePixelFormat, isValidBpp, parsePixelFormat } from './pixel-format';
 export type { PixelFormat } from './pixel-format';
 export { ReadBufferPool } from './read-buffer-pool';
+export { authenticateToServer, greetBrowser } from './rfb-handshake';
+export { TightFilter, readColourMapHeader, readCutTextHeader, readDesktopName, readRectHeader, readServerInit, readTightData, readTightHead, readUpdateHeader, ServerMessage } from './rfb-messages';
 export { DEFAULT_MAX_PIXELS, RfbClient } from './rfb-client';
 export type { RfbFrame } from './rfb-client';
 export { RfbSession, RfbSessionRegistry } from './rfb-proxy';

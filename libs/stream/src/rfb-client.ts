@@ -7,14 +7,14 @@
 import { connect as tcpConnect, Socket } from 'net';
 import type { Duplex } from 'stream';
 import { RfbError } from './errors';
-import { vncAuthResponse } from './des';
 import { Encoding } from './encodings';
-import { PixelFormat, RGBX32, encodePixelFormat, isValidBpp, parsePixelFormat } from './pixel-format';
-import { SECURITY_NONE, SECURITY_VNC_AUTH, flowForVersion, parseProtocolVersion } from './rfb-parser';
+import { Need, read, skip } from './feeder';
+import { ParserRunner } from './parser-runner';
+import { PixelFormat, RGBX32, encodePixelFormat } from './pixel-format';
+import { negotiateAsClient } from './rfb-handshake';
+import { RectHeader, ServerMessage, readColourMapHeader, readCutTextHeader, readRectHeader, readServerInit, readUpdateHeader } from './rfb-messages';
 
 export const DEFAULT_RFB_TIMEOUT_MS = 10_000;
-const MAX_REASON_BYTES = 64 * 1024;
-const MAX_NAME_BYTES = 1024 * 1024;
 /** ServerCutText up to this size is kept (serverCutTexts); longer ones are skipped. */
 const MAX_KEPT_CUT_TEXT_BYTES = 1024 * 1024;
 /** Framebuffers above this many pixels are refused (8K UHD is 33.2 Mpx). */
@@ -51,13 +51,9 @@ export interface RfbFrame {
   data: Buffer;
 }
 
-export interface RfbRect {
-  x: number;
-  y: number;
-  width: number;
-  height: number;
-  encoding: number;
-}
+export type RfbRect = RectHeader;
+
+type Reader<T> = Generator<Need, T, Buffer | undefined>;
 
 export interface RfbCaptureOptions {
   /** Bound for the whole capture. Default 10 s. */
@@ -77,94 +73,6 @@ export interface RfbUpdateOptions {
   timeoutMs?: number;
 }
 
-/** Bounded reads over a Duplex: read(n), skip(n), each failing with RfbError at its deadline or on close. */
-class StreamReader {
-  private chunks: Buffer[] = [];
-  private length = 0;
-  private ended: RfbError | undefined;
-  private waiter: (() => void) | undefined;
-
-  constructor(private readonly stream: Duplex) {
-    stream.on('data', (chunk: Buffer) => {
-      this.chunks.push(chunk);
-      this.length += chunk.length;
-      this.wake();
-    });
-    const end = (error?: Error) => {
-      this.ended ??= error ? new RfbError('closed', `connection lost: ${error.message}`) : new RfbError('closed', 'server closed the connection');
-      this.wake();
-    };
-    stream.on('end', () => end());
-    stream.on('close', () => end());
-    stream.on('error', (error: Error) => end(error));
-  }
-
-  private wake(): void {
-    const waiter = this.waiter;
-    this.waiter = undefined;
-    waiter?.();
-  }
-
-  /** Until data arrives (wake) or `ms` pass, whichever is first. */
-  private sleep(ms: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        this.waiter = undefined;
-        resolve();
-      }, ms);
-      this.waiter = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-  }
-
-  private async waitFor(n: number, deadline: number, what: string): Promise<void> {
-    while (this.length < n) {
-      if (this.ended) throw this.ended;
-      const remaining = deadline - Date.now();
-      if (remaining <= 0) throw new RfbError('timeout', `timed out waiting for ${what}`);
-      await this.sleep(remaining);
-    }
-  }
-
-  private take(n: number): Buffer {
-    const all = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks, this.length);
-    const out = Buffer.from(all.subarray(0, n));
-    const rest = all.subarray(n);
-    this.chunks = rest.length ? [rest] : [];
-    this.length = rest.length;
-    return out;
-  }
-
-  /** True once at least one byte is buffered, false if none arrived before `until` (ms epoch). */
-  async waitForData(until: number): Promise<boolean> {
-    for (;;) {
-      if (this.length > 0) return true;
-      if (this.ended) throw this.ended;
-      const remaining = until - Date.now();
-      if (remaining <= 0) return false;
-      await this.sleep(remaining);
-    }
-  }
-
-  async read(n: number, deadline: number, what: string): Promise<Buffer> {
-    if (n === 0) return Buffer.alloc(0);
-    await this.waitFor(n, deadline, what);
-    return this.take(n);
-  }
-
-  async skip(n: number, deadline: number, what: string): Promise<void> {
-    let left = n;
-    while (left > 0) {
-      await this.waitFor(1, deadline, what);
-      const step = Math.min(left, this.length);
-      this.take(step);
-      left -= step;
-    }
-  }
-}
-
 function socketError(error: NodeJS.ErrnoException, host: string, port: number): RfbError {
   if (error.code === 'ECONNREFUSED') return new RfbError('connection_refused', `connection refused by ${host}:${port}`);
   return new RfbError('connection_failed', `cannot connect to ${host}:${port}: ${error.code ?? error.message}`);
@@ -181,7 +89,7 @@ export class RfbClient {
 
   private constructor(
     private readonly stream: Duplex,
-    private readonly reader: StreamReader,
+    private readonly reader: ParserRunner,
     readonly info: RfbServerInfo,
     private readonly maxPixels: number,
   ) {
@@ -228,69 +136,25 @@ export class RfbClient {
   }
 
   private static async handshake(stream: Duplex, options: RfbConnectOptions, deadline: number): Promise<RfbClient> {
-    const reader = new StreamReader(stream);
+    const reader = new ParserRunner();
+    stream.on('data', (chunk: Buffer) => reader.push(chunk));
+    const end = (error?: Error) => reader.end(error ? new RfbError('closed', `connection lost: ${error.message}`) : new RfbError('closed', 'server closed the connection'));
+    stream.on('end', () => end());
+    stream.on('close', () => end());
+    stream.on('error', (error: Error) => end(error));
     const write = (buf: Buffer) => stream.write(buf);
     try {
-      const versionBuf = await reader.read(12, deadline, 'the server ProtocolVersion');
-      const serverVersion = parseProtocolVersion(versionBuf);
-      const flow = flowForVersion(serverVersion.major, serverVersion.minor);
-      write(Buffer.from(`RFB 003.00${flow}\n`, 'latin1'));
-
-      let securityType: number;
-      const readReason = async () => {
-        const n = (await reader.read(4, deadline, 'a reason length')).readUInt32BE(0);
-        if (n > MAX_REASON_BYTES) throw new RfbError('protocol', `reason string of ${n} bytes`);
-        return (await reader.read(n, deadline, 'a reason string')).toString('utf8');
-      };
-      if (flow === 3) {
-        securityType = (await reader.read(4, deadline, 'the security type')).readUInt32BE(0);
-        if (securityType === 0) {
-          const reason = await readReason();
-          throw new RfbError('connection_failed', `server refused the connection: ${reason}`, reason);
-        }
-      } else {
-        const count = (await reader.read(1, deadline, 'the security types'))[0];
-        if (count === 0) {
-          const reason = await readReason();
-          throw new RfbError('unsupported_security', `server offers no security type: ${reason}`, reason);
-        }
-        const types = [...(await reader.read(count, deadline, 'the security types'))];
-        if (options.password !== undefined && types.includes(SECURITY_VNC_AUTH)) securityType = SECURITY_VNC_AUTH;
-        else if (types.includes(SECURITY_NONE)) securityType = SECURITY_NONE;
-        else if (types.includes(SECURITY_VNC_AUTH)) securityType = SECURITY_VNC_AUTH;
-        else throw new RfbError('unsupported_security', `server offers only security types ${types.join(', ')}`);
-        write(Buffer.from([securityType]));
-      }
-      if (securityType === SECURITY_VNC_AUTH) {
-        if (options.password === undefined) throw new RfbError('auth_required', 'server requires VNC authentication but no password was given');
-        const challenge = await reader.read(16, deadline, 'the VNC auth challenge');
-        write(vncAuthResponse(options.password, challenge));
-      } else if (securityType !== SECURITY_NONE) {
-        throw new RfbError('unsupported_security', `server chose security type ${securityType}`);
-      }
-      if (flow === 8 || securityType === SECURITY_VNC_AUTH) {
-        const status = (await reader.read(4, deadline, 'the security result')).readUInt32BE(0);
-        if (status !== 0) {
-          const reason = flow === 8 ? await readReason() : 'authentication failed';
-          throw new RfbError('auth_failed', `VNC authentication failed: ${reason}`, reason);
-        }
-      }
-
+      const { serverVersion, flow, securityType } = await reader.run(negotiateAsClient(options.password, write), deadline, 'the server handshake');
       write(Buffer.from([options.shared === false ? 0 : 1]));
-      const init = await reader.read(24, deadline, 'ServerInit');
-      const nameLength = init.readUInt32BE(20);
-      if (nameLength > MAX_NAME_BYTES) throw new RfbError('protocol', `desktop name of ${nameLength} bytes`);
-      const name = (await reader.read(nameLength, deadline, 'the desktop name')).toString('utf8');
-      const pixelFormat = parsePixelFormat(init, 4);
-      if (!isValidBpp(pixelFormat.bitsPerPixel)) throw new RfbError('protocol', `server pixel format has ${pixelFormat.bitsPerPixel} bpp`);
+      const init = await reader.run(readServerInit(), deadline, 'ServerInit');
       const info: RfbServerInfo = {
-        serverVersion: serverVersion.text,
+        serverVersion,
         version: flow === 3 ? '3.3' : flow === 7 ? '3.7' : '3.8',
         securityType,
-        width: init.readUInt16BE(0),
-        height: init.readUInt16BE(2),
-        pixelFormat,
-        name,
+        width: init.width,
+        height: init.height,
+        pixelFormat: init.pixelFormat,
+        name: init.name,
       };
       const maxPixels = options.maxPixels ?? DEFAULT_MAX_PIXELS;
       if (info.width * info.height > maxPixels) throw new RfbError('protocol', `framebuffer ${info.width}x${info.height} exceeds ${maxPixels} pixels`);
@@ -496,35 +360,35 @@ export class RfbClient {
   }
 
   /** Reads one server message; returns the rectangles of a FramebufferUpdate, or null for other messages. */
-  private async readMessage(deadline: number, onResize: () => void): Promise<RfbRect[] | null> {
-    const r = this.reader;
-    const type = (await r.read(1, deadline, 'a server message'))[0];
+  private readMessage(deadline: number, onResize: () => void): Promise<RfbRect[] | null> {
+    return this.reader.run(this.serverMessage(onResize), deadline, 'a server message');
+  }
+
+  private *serverMessage(onResize: () => void): Reader<RfbRect[] | null> {
+    const type = (yield* read(1))[0];
     switch (type) {
-      case 0: {
-        const count = (await r.read(3, deadline, 'a FramebufferUpdate header')).readUInt16BE(1);
+      case ServerMessage.FramebufferUpdate: {
+        const count = yield* readUpdateHeader();
         const rects: RfbRect[] = [];
         for (let i = 0; i < count; i++) {
-          const h = await r.read(12, deadline, 'a rectangle header');
-          const rect: RfbRect = { x: h.readUInt16BE(0), y: h.readUInt16BE(2), width: h.readUInt16BE(4), height: h.readUInt16BE(6), encoding: h.readInt32BE(8) };
-          await this.applyRect(rect, deadline, onResize);
+          const rect = yield* readRectHeader();
+          yield* this.applyRect(rect, onResize);
           rects.push(rect);
         }
         return rects;
       }
-      case 1: {
-        const n = (await r.read(5, deadline, 'SetColourMapEntries')).readUInt16BE(3);
-        await r.skip(6 * n, deadline, 'colour map entries');
+      case ServerMessage.SetColourMapEntries:
+        yield* skip(6 * (yield* readColourMapHeader()).count);
         return null;
-      }
-      case 2:
-        return null; // Bell
-      case 3: {
-        const length = (await r.read(7, deadline, 'ServerCutText')).readUInt32BE(3);
-        if (length > MAX_KEPT_CUT_TEXT_BYTES) {
-          await r.skip(length, deadline, 'cut text');
+      case ServerMessage.Bell:
+        return null;
+      case ServerMessage.ServerCutText: {
+        const { bytes, extended } = yield* readCutTextHeader();
+        if (extended || bytes > MAX_KEPT_CUT_TEXT_BYTES) {
+          yield* skip(bytes);
           return null;
         }
-        this.serverCutTexts.push((await r.read(length, deadline, 'cut text')).toString('latin1'));
+        this.serverCutTexts.push((yield* read(bytes)).toString('latin1'));
         if (this.serverCutTexts.length > 16) this.serverCutTexts.shift();
         return null;
       }
@@ -539,12 +403,12 @@ export class RfbClient {
     }
   }
 
-  private async applyRect(rect: RfbRect, deadline: number, onResize: () => void): Promise<void> {
+  private *applyRect(rect: RfbRect, onResize: () => void): Reader<void> {
     const { x, y, width, height } = rect;
     switch (rect.encoding) {
       case Encoding.Raw: {
         this.checkBounds(rect);
-        const pixels = await this.reader.read(width * height * 4, deadline, 'Raw pixel data');
+        const pixels = yield* read(width * height * 4);
         const fb = this.framebuffer;
         for (let row = 0; row < height; row++) {
           const dst = ((y + row) * this.fbWidth + x) * 4;
@@ -555,7 +419,7 @@ export class RfbClient {
       }
       case Encoding.CopyRect: {
         this.checkBounds(rect);
-        const src = await this.reader.read(4, deadline, 'CopyRect source');
+        const src = yield* read(4);
         const sx = src.readUInt16BE(0);
         const sy = src.readUInt16BE(2);
         this.checkBounds({ ...rect, x: sx, y: sy });

@@ -24,17 +24,24 @@ import { RfbError } from './errors';
 import { Encoding, PIXEL_ENCODINGS, proxySupportsEncoding } from './encodings';
 import { Need, ParserGenerator, StreamFeeder, filter, forward, pass, passthrough, read, skip, waitUntil } from './feeder';
 import { PixelFormat, bytesPerPixel, compactPixelSize, isValidBpp, parsePixelFormat } from './pixel-format';
-
-export const SECURITY_NONE = 1;
-export const SECURITY_VNC_AUTH = 2;
-const MAX_REASON_BYTES = 64 * 1024;
-const MAX_NAME_BYTES = 1024 * 1024;
-const EXTENDED_CUT_TEXT = 0x80000000;
-
-/** Payload bytes of a cut-text message from its u32 length field (a negative s32 is the extended clipboard's). */
-function cutTextPayload(length: number): { bytes: number; extended: boolean } {
-  return length >= EXTENDED_CUT_TEXT ? { bytes: 0x100000000 - length, extended: true } : { bytes: length, extended: false };
-}
+import {
+  RfbMinorVersion,
+  SECURITY_NONE,
+  SECURITY_VNC_AUTH,
+  ServerMessage,
+  flowForVersion,
+  parseProtocolVersion,
+  protocolError,
+  readColourMapHeader,
+  readCutTextHeader,
+  readDesktopName,
+  readReasonString,
+  readRectHeader,
+  readServerInit,
+  readTightData,
+  readTightHead,
+  readUpdateHeader,
+} from './rfb-messages';
 
 export type InputKind = 'key' | 'pointer' | 'clipboard' | 'resize';
 export type ServerMessageKind = 'colourmap' | 'bell' | 'cuttext';
@@ -123,8 +130,6 @@ export interface RfbTrackerOptions {
   now?: () => number;
 }
 
-export type RfbMinorVersion = 3 | 7 | 8;
-
 /** What the tracker has learnt about the session so far. */
 export class RfbProtocolState {
   serverVersion?: string;
@@ -148,24 +153,6 @@ export class RfbProtocolState {
   encodings: number[] = [];
   /** Every encoding ever negotiated in this session (an update encoded before a later SetEncodings stays valid). */
   readonly everNegotiated = new Set<number>([Encoding.Raw]);
-}
-
-function protocolError(message: string): RfbError {
-  return new RfbError('protocol', message);
-}
-
-/** Maps a ProtocolVersion string to the flow it selects (RFC 6143 §7.1.1: unknown 3.x is treated as 3.3). */
-export function parseProtocolVersion(buf: Buffer): { text: string; major: number; minor: number } {
-  const text = buf.toString('latin1');
-  const match = /^RFB (\d{3})\.(\d{3})\n$/.exec(text);
-  if (!match) throw protocolError(`invalid ProtocolVersion ${JSON.stringify(text)}`);
-  return { text: text.trim(), major: Number(match[1]), minor: Number(match[2]) };
-}
-
-export function flowForVersion(major: number, minor: number): RfbMinorVersion {
-  if (major > 3) return 8; // RealVNC 4.x/5.x and Intel AMT speak the 3.8 flow
-  if (major < 3) throw protocolError(`unsupported protocol version ${major}.${minor}`);
-  return minor >= 8 ? 8 : minor === 7 ? 7 : 3;
 }
 
 function failureMessage(minor: RfbMinorVersion, reason: string): Buffer {
@@ -231,14 +218,6 @@ export class RfbProtocolTracker {
 
   // ---------------------------------------------------------------- server → client
 
-  private *reasonString(): Generator<Need, Buffer, Buffer | undefined> {
-    const len = yield* read(4);
-    const n = len.readUInt32BE(0);
-    if (n > MAX_REASON_BYTES) throw protocolError(`reason string of ${n} bytes`);
-    const text = yield* read(n);
-    return Buffer.concat([len, text]);
-  }
-
   private *serverStream(): ParserGenerator {
     const s = this.state;
     if (this.options.preAuthenticated) {
@@ -266,9 +245,9 @@ export class RfbProtocolTracker {
       const typeBuf = yield* read(4);
       const type = typeBuf.readUInt32BE(0);
       if (type === 0) {
-        const reason = yield* this.reasonString();
-        this.options.toClient(Buffer.concat([typeBuf, reason]));
-        this.securityFailed(reason.subarray(4).toString('utf8'));
+        const reason = yield* readReasonString();
+        this.options.toClient(Buffer.concat([typeBuf, reason.raw]));
+        this.securityFailed(reason.text);
         return false;
       }
       if (type !== SECURITY_NONE && type !== SECURITY_VNC_AUTH) {
@@ -280,9 +259,9 @@ export class RfbProtocolTracker {
     } else {
       const count = (yield* read(1))[0];
       if (count === 0) {
-        const reason = yield* this.reasonString();
-        this.options.toClient(Buffer.concat([Buffer.from([0]), reason]));
-        this.securityFailed(reason.subarray(4).toString('utf8'));
+        const reason = yield* readReasonString();
+        this.options.toClient(Buffer.concat([Buffer.from([0]), reason.raw]));
+        this.securityFailed(reason.text);
         return false;
       }
       const types = [...(yield* read(count))];
@@ -303,9 +282,9 @@ export class RfbProtocolTracker {
       if (status !== 0) {
         let reason = 'authentication failed';
         if (minor === 8) {
-          const r = yield* this.reasonString();
-          reason = r.subarray(4).toString('utf8') || reason;
-          this.options.toClient(Buffer.concat([result, r]));
+          const r = yield* readReasonString();
+          reason = r.text || reason;
+          this.options.toClient(Buffer.concat([result, r.raw]));
         } else {
           this.options.toClient(result);
         }
@@ -321,18 +300,14 @@ export class RfbProtocolTracker {
   /** ServerInit, then server messages until the stream ends. */
   private *serverMessages(): ParserGenerator {
     const s = this.state;
-    const init = yield* read(24);
-    const nameLength = init.readUInt32BE(20);
-    if (nameLength > MAX_NAME_BYTES) throw protocolError(`desktop name of ${nameLength} bytes`);
-    const name = yield* read(nameLength);
-    const pixelFormat = parsePixelFormat(init, 4);
-    if (!isValidBpp(pixelFormat.bitsPerPixel)) throw protocolError(`server pixel format has ${pixelFormat.bitsPerPixel} bits per pixel`);
-    s.width = init.readUInt16BE(0);
-    s.height = init.readUInt16BE(2);
+    const init = yield* readServerInit();
+    const pixelFormat = init.pixelFormat;
+    s.width = init.width;
+    s.height = init.height;
     s.pixelFormat = pixelFormat;
-    s.name = name.toString('utf8');
+    s.name = init.name;
     s.serverInitDone = true;
-    this.options.toClient(Buffer.concat([init, name]));
+    this.options.toClient(init.raw);
     this.events.onServerInit?.({ width: s.width, height: s.height, pixelFormat, name: s.name });
     const filtered = this.options.clipboardDown === false;
     yield* (filtered ? filter() : passthrough());
@@ -341,29 +316,27 @@ export class RfbProtocolTracker {
       // Filtered: each message's type byte is held until the type says whether the message goes.
       if (filtered) yield* forward('hold');
       const type = (yield* read(1))[0];
-      if (filtered) yield* forward(type === 3 ? 'drop' : 'emit');
+      if (filtered) yield* forward(type === ServerMessage.ServerCutText ? 'drop' : 'emit');
       const messageStart = this.server.firstByteAt;
       if (s.pendingPixelFormat) {
         s.pixelFormat = s.pendingPixelFormat;
         s.pendingPixelFormat = undefined;
       }
       switch (type) {
-        case 0:
+        case ServerMessage.FramebufferUpdate:
           yield* this.framebufferUpdate(messageStart);
           break;
-        case 1: {
-          const head = yield* read(5); // padding, first-colour, number-of-colours
-          const colours = head.readUInt16BE(3);
+        case ServerMessage.SetColourMapEntries: {
+          const colours = (yield* readColourMapHeader()).count;
           yield* skip(colours * 6);
           this.events.onServerMessage?.('colourmap', 6 + colours * 6, true);
           break;
         }
-        case 2:
+        case ServerMessage.Bell:
           this.events.onServerMessage?.('bell', 1, true);
           break;
-        case 3: {
-          const head = yield* read(7); // 3 padding, u32 length
-          const { bytes, extended } = cutTextPayload(head.readUInt32BE(3));
+        case ServerMessage.ServerCutText: {
+          const { bytes, extended } = yield* readCutTextHeader();
           // Passed through, an extended message has already reached the browser and cannot be taken back.
           if (extended && !filtered) throw protocolError('extended clipboard message, but the extension was not negotiated');
           yield* skip(bytes);
@@ -389,8 +362,7 @@ export class RfbProtocolTracker {
 
   private *framebufferUpdate(messageStart: number): ParserGenerator {
     const s = this.state;
-    const head = yield* read(3);
-    const count = head.readUInt16BE(1);
+    const count = yield* readUpdateHeader();
     this.events.onUpdateStart?.(messageStart);
     // 0xFFFF with LastRect negotiated means "until a LastRect rectangle".
     const open = count === 0xffff && s.everNegotiated.has(Encoding.LastRect);
@@ -398,13 +370,8 @@ export class RfbProtocolTracker {
     let pixelArea = 0;
     let bytes = 4;
     for (let i = 0; open || i < count; i++) {
-      const header = yield* read(12);
+      const { x, y, width, height, encoding } = yield* readRectHeader();
       const rectStart = this.server.firstByteAt;
-      const x = header.readUInt16BE(0);
-      const y = header.readUInt16BE(2);
-      const width = header.readUInt16BE(4);
-      const height = header.readUInt16BE(6);
-      const encoding = header.readInt32BE(8);
       if (!s.everNegotiated.has(encoding)) throw protocolError(`server used encoding ${encoding}, which was not negotiated`);
       const pf = s.pixelFormat as PixelFormat;
       let payload = 0;
@@ -449,10 +416,9 @@ export class RfbProtocolTracker {
           yield* skip(1);
           break;
         case Encoding.DesktopName: {
-          const length = (yield* read(4)).readUInt32BE(0);
-          if (length > MAX_NAME_BYTES) throw protocolError(`desktop name of ${length} bytes`);
-          s.name = (yield* read(length)).toString('utf8');
-          payload = 4 + length;
+          const desktopName = yield* readDesktopName();
+          s.name = desktopName.name;
+          payload = desktopName.bytes;
           break;
         }
         case Encoding.ExtendedDesktopSize: {
@@ -475,69 +441,23 @@ export class RfbProtocolTracker {
     this.events.onUpdateEnd?.({ firstByteAt: messageStart, lastByteAt: this.server.lastByteAt, rects, pixelArea, bytes });
   }
 
-  /** Tight "compact length": 1–3 bytes, 7+7+8 bits. Returns [length, bytes used]. */
-  private *compactLength(): Generator<Need, [number, number], Buffer | undefined> {
-    const b0 = (yield* read(1))[0];
-    let length = b0 & 0x7f;
-    if (!(b0 & 0x80)) return [length, 1];
-    const b1 = (yield* read(1))[0];
-    length |= (b1 & 0x7f) << 7;
-    if (!(b1 & 0x80)) return [length, 2];
-    const b2 = (yield* read(1))[0];
-    length += b2 * 16384;
-    return [length, 3];
-  }
-
-  /**
-   * Sizes a Tight rectangle without decoding it (TightVNC spec / rfbproto "Tight Encoding"):
-   *  compression-control byte; high nibble 1000 = fill (one TPIXEL), 1001 = JPEG (compact length + data),
-   *  0xxx = basic (bit 6: explicit filter id follows; filter 0 copy, 1 palette, 2 gradient). Palette: u8 n-1,
-   *  n TPIXELs, then 1 bit/pixel (rows padded to bytes) when n = 2 else 8 bits/pixel. Filtered data under
-   *  12 bytes is sent raw; otherwise compact length + zlib data. TPIXEL is 3 bytes for 32 bpp/depth 24.
-   */
+  /** Sizes a Tight rectangle without decoding it (see readTightHead); returns its payload bytes. */
   private *tightRect(width: number, height: number, pf: PixelFormat): Generator<Need, number, Buffer | undefined> {
-    const control = (yield* read(1))[0];
     const tpixel = compactPixelSize(pf);
-    const kind = control >> 4;
-    let size = 1;
-    if (kind === 0x08) {
+    const head = yield* readTightHead(width, height, tpixel);
+    if (head.kind === 'fill') {
       yield* skip(tpixel);
-      return size + tpixel;
+      return head.bytes + tpixel;
     }
-    if (kind === 0x09) {
-      const [length, used] = yield* this.compactLength();
-      yield* skip(length);
-      return size + used + length;
+    if (head.kind === 'jpeg') {
+      yield* skip(head.length);
+      return head.bytes + head.length;
     }
-    if (kind & 0x08) throw protocolError(`invalid Tight compression control 0x${control.toString(16)}`);
-    let filter = 0;
-    if (kind & 0x04) {
-      filter = (yield* read(1))[0];
-      size += 1;
-    }
-    let dataSize: number;
-    switch (filter) {
-      case 0: // copy
-      case 2: // gradient
-        dataSize = width * height * tpixel;
-        break;
-      case 1: {
-        const colours = (yield* read(1))[0] + 1;
-        yield* skip(colours * tpixel);
-        size += 1 + colours * tpixel;
-        dataSize = colours === 2 ? Math.floor((width + 7) / 8) * height : width * height;
-        break;
-      }
-      default:
-        throw protocolError(`invalid Tight filter ${filter}`);
-    }
-    if (dataSize < 12) {
-      yield* skip(dataSize);
-      return size + dataSize;
-    }
-    const [length, used] = yield* this.compactLength();
-    yield* skip(length);
-    return size + used + length;
+    const palette = head.colours * tpixel;
+    yield* skip(palette);
+    const data = yield* readTightData(head.dataSize);
+    yield* skip(data.length);
+    return head.bytes + palette + data.bytes + data.length;
   }
 
   // ---------------------------------------------------------------- client → server
@@ -630,8 +550,7 @@ export class RfbProtocolTracker {
           break;
         }
         case 6: {
-          const head = yield* read(7); // 3 padding, u32 length
-          const { bytes, extended } = cutTextPayload(head.readUInt32BE(3));
+          const { bytes, extended, raw: head } = yield* readCutTextHeader();
           // Extended forms (caps, request, peek, notify, provide) are never negotiated through the proxy: dropped.
           if (extended || this.options.viewOnly || this.options.clipboardUp === false) {
             yield* skip(bytes);

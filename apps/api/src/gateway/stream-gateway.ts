@@ -7,12 +7,11 @@ import { WebSocketServer } from 'ws';
 import { ApiError, AppConfig, ErrorCode } from '@ws/common';
 import { RedisConnections } from '@ws/queue';
 import { RecordingCapture } from '@ws/recordings';
-import { ReadBufferPool, RfbSession, RfbSessionRegistry } from '@ws/stream';
+import { authenticateToServer, greetBrowser, ReadBufferPool, RfbSession, RfbSessionRegistry } from '@ws/stream';
 import { STREAM_STATS_TTL_SECONDS, streamStatsKey, StreamSnapshot, StreamStanding, WorkspaceServerSessions } from '@ws/workspaces';
 import { AudioGateway } from './audio-gateway';
 import { AUDIO_STREAM_PATH, AudioKind } from './audio-policy';
 import { openDesktopTcp } from './desktop-tcp';
-import { authenticateToServer, greetBrowser } from './rfb-handshakes';
 import { refuseUpgrade, StreamAdmission, writeRefusal } from './stream-admission';
 
 const STREAM_PATH = /^\/api\/stream\/([0-9a-fA-F-]{32,36})\/vnc$/;

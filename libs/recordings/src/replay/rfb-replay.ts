@@ -12,15 +12,31 @@
  * and never hangs: each byte is consumed once.
  */
 import { decode as decodeJpeg } from 'jpeg-js';
-import { DEFAULT_MAX_PIXELS, Encoding, Need, ParserGenerator, PixelFormat, StreamFeeder, parsePixelFormat, read, skip } from '@ws/stream';
+import {
+  DEFAULT_MAX_PIXELS,
+  Encoding,
+  ParserGenerator,
+  PixelFormat,
+  ServerMessage,
+  StreamFeeder,
+  TightFilter,
+  parsePixelFormat,
+  read,
+  readColourMapHeader,
+  readCutTextHeader,
+  readDesktopName,
+  readRectHeader,
+  readServerInit,
+  readTightData,
+  readTightHead,
+  readUpdateHeader,
+  skip,
+} from '@ws/stream';
 import { ReplayDecodeError } from './errors';
 import { BLACK, ColourMap, PixelDecoder, checkPixelFormat } from './pixels';
 import { ZlibStream } from './zlib-stream';
 
-const MAX_NAME_BYTES = 1024 * 1024;
 const ZRLE_TILE = 64;
-/** Tight data shorter than this is sent without zlib (Tight spec). */
-const TIGHT_MIN_TO_COMPRESS = 12;
 
 export interface RfbReplayOptions {
   /** Refuse framebuffers (and cursors) larger than this many pixels. Default 40 Mpx, as RfbClient. */
@@ -193,16 +209,11 @@ export class RfbReplayDecoder {
   // ------------------------------------------------------------------ stream
 
   private *stream(): ParserGenerator {
-    const init = yield* read(24);
-    const width = init.readUInt16BE(0);
-    const height = init.readUInt16BE(2);
-    const nameLength = init.readUInt32BE(20);
-    if (nameLength > MAX_NAME_BYTES) throw decodeError(`ServerInit desktop name of ${nameLength} bytes`);
-    const pf = parsePixelFormat(init, 4);
-    checkPixelFormat(pf);
-    this.desktopName = (yield* read(nameLength)).toString('utf8');
-    this.decoder = new PixelDecoder(pf, this.colourMap);
-    this.resize(width, height);
+    const init = yield* readServerInit();
+    checkPixelFormat(init.pixelFormat);
+    this.desktopName = init.name;
+    this.decoder = new PixelDecoder(init.pixelFormat, this.colourMap);
+    this.resize(init.width, init.height);
     this.initDone = true;
 
     for (;;) {
@@ -212,26 +223,23 @@ export class RfbReplayDecoder {
         this.pendingFormat = undefined;
       }
       switch (type) {
-        case 0:
+        case ServerMessage.FramebufferUpdate:
           yield* this.framebufferUpdate();
           break;
-        case 1: {
-          const head = yield* read(5); // padding, u16 first colour, u16 number of colours
-          const first = head.readUInt16BE(1);
-          const count = head.readUInt16BE(3);
+        case ServerMessage.SetColourMapEntries: {
+          const { first, count } = yield* readColourMapHeader();
           if (first + count > 65536) throw decodeError(`SetColourMapEntries ${first}+${count} beyond 65536 entries`);
           this.colourMap.set(first, yield* read(6 * count));
           this.changeCount++; // colour-mapped pixels already drawn keep their colours; only new ones use the map
           break;
         }
-        case 2:
+        case ServerMessage.Bell:
           this.stats.bells++;
           break;
-        case 3: {
-          const head = yield* read(7); // 3 padding, u32 length
-          const length = head.readUInt32BE(3);
-          if (length >= 0x80000000) throw decodeError('extended clipboard message, which the gateway never negotiates');
-          yield* skip(length); // streamed past, never buffered
+        case ServerMessage.ServerCutText: {
+          const { bytes, extended } = yield* readCutTextHeader();
+          if (extended) throw decodeError('extended clipboard message, which the gateway never negotiates');
+          yield* skip(bytes); // streamed past, never buffered
           break;
         }
         default:
@@ -241,16 +249,11 @@ export class RfbReplayDecoder {
   }
 
   private *framebufferUpdate(): ParserGenerator {
-    const count = (yield* read(3)).readUInt16BE(1);
+    const count = yield* readUpdateHeader();
     this.stats.updates++;
     // As browsers do: the count is taken literally, and a LastRect (sent with count 0xFFFF) ends the update early.
     for (let i = 0; i < count; i++) {
-      const header = yield* read(12);
-      const x = header.readUInt16BE(0);
-      const y = header.readUInt16BE(2);
-      const width = header.readUInt16BE(4);
-      const height = header.readUInt16BE(6);
-      const encoding = header.readInt32BE(8);
+      const { x, y, width, height, encoding } = yield* readRectHeader();
       this.stats.rects++;
       this.stats.encodings.set(encoding, (this.stats.encodings.get(encoding) ?? 0) + 1);
       if (encoding === Encoding.LastRect) return;
@@ -312,12 +315,9 @@ export class RfbReplayDecoder {
       case Encoding.QemuLedState:
         yield* skip(1);
         return;
-      case Encoding.DesktopName: {
-        const length = (yield* read(4)).readUInt32BE(0);
-        if (length > MAX_NAME_BYTES) throw decodeError(`desktop name of ${length} bytes`);
-        this.desktopName = (yield* read(length)).toString('utf8');
+      case Encoding.DesktopName:
+        this.desktopName = (yield* readDesktopName()).name;
         return;
-      }
       case Encoding.Cursor:
         yield* this.richCursor(x, y, width, height);
         this.changeCount++;
@@ -397,63 +397,34 @@ export class RfbReplayDecoder {
 
   // ------------------------------------------------------------------ Tight
 
-  /** Tight compact length: 1-3 bytes, 7 + 7 + 8 bits. */
-  private *compactLength(): Generator<Need, number, Buffer | undefined> {
-    const b0 = (yield* read(1))[0];
-    let length = b0 & 0x7f;
-    if (!(b0 & 0x80)) return length;
-    const b1 = (yield* read(1))[0];
-    length |= (b1 & 0x7f) << 7;
-    if (!(b1 & 0x80)) return length;
-    return length + (yield* read(1))[0] * 16384;
-  }
-
   private *tight(x: number, y: number, width: number, height: number): ParserGenerator {
     const decoder = this.pixelDecoder;
-    const control = (yield* read(1))[0];
-    for (let i = 0; i < 4; i++) if (control & (1 << i)) this.tightStreams[i].reset();
-    const kind = control >> 4;
     const tpixel = decoder.tightPixelBytes;
-    if (kind === 0x08) {
+    const head = yield* readTightHead(width, height, tpixel);
+    for (let i = 0; i < 4; i++) if (head.control & (1 << i)) this.tightStreams[i].reset();
+    if (head.kind === 'fill') {
       const colour = yield* read(tpixel);
       this.fill(x, y, width, height, decoder.read(colour, 0, 'tight'));
       return;
     }
-    if (kind === 0x09) {
-      const jpeg = yield* read(yield* this.compactLength());
-      this.drawJpeg(jpeg, x, y, width, height);
+    if (head.kind === 'jpeg') {
+      this.drawJpeg(yield* read(head.length), x, y, width, height);
       return;
     }
-    if (kind & 0x08) throw decodeError(`Tight compression control 0x${control.toString(16)} (TightPNG or invalid)`);
-    const filter = kind & 0x04 ? (yield* read(1))[0] : 0;
     let palette: Uint32Array | undefined;
-    let dataSize: number;
-    switch (filter) {
-      case 0: // copy
-      case 2: // gradient
-        dataSize = width * height * tpixel;
-        break;
-      case 1: {
-        const colours = (yield* read(1))[0] + 1;
-        const entries = yield* read(colours * tpixel);
-        palette = new Uint32Array(colours);
-        decoder.readRun(entries, 0, colours, 'tight', palette, 0);
-        dataSize = colours === 2 ? Math.floor((width + 7) / 8) * height : width * height;
-        break;
-      }
-      default:
-        throw decodeError(`Tight filter ${filter}`);
+    if (head.filter === TightFilter.Palette) {
+      const entries = yield* read(head.colours * tpixel);
+      palette = new Uint32Array(head.colours);
+      decoder.readRun(entries, 0, head.colours, 'tight', palette, 0);
     }
-    let data: Buffer;
-    if (dataSize < TIGHT_MIN_TO_COMPRESS) {
-      data = yield* read(dataSize);
-    } else {
-      const compressed = yield* read(yield* this.compactLength());
-      data = this.tightStreams[(kind & 0x03) as 0 | 1 | 2 | 3].inflate(compressed, dataSize);
-      if (data.length !== dataSize) throw decodeError(`Tight data inflated to ${data.length} bytes, expected ${dataSize}`);
+    const { length, compressed } = yield* readTightData(head.dataSize);
+    let data = yield* read(length);
+    if (compressed) {
+      data = this.tightStreams[head.stream].inflate(data, head.dataSize);
+      if (data.length !== head.dataSize) throw decodeError(`Tight data inflated to ${data.length} bytes, expected ${head.dataSize}`);
     }
     if (palette) this.drawPalette(data, palette, x, y, width, height);
-    else if (filter === 2) this.drawGradient(data, x, y, width, height);
+    else if (head.filter === TightFilter.Gradient) this.drawGradient(data, x, y, width, height);
     else {
       for (let row = 0; row < height; row++) decoder.readRun(data, row * width * tpixel, width, 'tight', this.pixels, (y + row) * this.fbWidth + x);
     }
