@@ -128,6 +128,7 @@ export class CastLaunch {
       }, {
         ...(config.enforceClientSettings ? { clientSettingsOverride: enforcedSettings(config) } : {}),
         ...(body.container_network !== undefined ? { containerNetwork: body.container_network } : {}),
+        user,
       });
       return this.answer(config, { workspaceId: answer.workspace_id, userId: answer.user_id, jwt: answer.session_token, resumed: false });
     } catch (err) {

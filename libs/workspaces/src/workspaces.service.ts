@@ -3,11 +3,11 @@ import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, Repository } from 'typeorm';
 import { addSeconds, ApiError, ErrorCode, parseId, toWireId } from '@ws/common';
 import { EffectiveGroupSettings, usageWindowStart } from '@ws/groups';
-import { findLiveWorkspace } from './workspace-lookup';
+import { findLiveWorkspace } from './reads/workspace-lookup';
 import { Workspace } from './workspace.entity';
-import { operationalStatus } from './workspace.mappers';
-import { WorkspaceSettings } from './workspace-settings.service';
-import { WorkspaceTeardown } from './workspace-teardown.service';
+import { operationalStatus } from './reads/workspace.mappers';
+import { WorkspaceSettings } from './reads/workspace-settings.service';
+import { WorkspaceTeardown } from './lifecycle/workspace-teardown.service';
 
 const now = () => new Date();
 

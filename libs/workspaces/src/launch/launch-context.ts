@@ -21,6 +21,8 @@ export interface LaunchInputs {
   clientSettingsOverride?: Record<string, boolean>;
   /** The Docker network the container joins (a cast visitor's choice among the image's selectable_networks). */
   containerNetwork?: string;
+  /** The user the caller already loaded and found active (a cast visitor): launched for as it is, not looked up again. */
+  user?: User;
 }
 
 /** What the steps learn about the launch, each field set by the step named beside it. */

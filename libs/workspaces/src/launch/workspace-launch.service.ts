@@ -4,7 +4,7 @@ import { ApiError, ErrorCode } from '@ws/common';
 import { ImagesService } from '@ws/images';
 import { User, UsersService } from '@ws/users';
 import type { RequestWorkspaceRequest } from '../dto/workspace.requests';
-import { WorkspaceSettings } from '../workspace-settings.service';
+import { WorkspaceSettings } from '../reads/workspace-settings.service';
 import type { LaunchAnswer, LaunchInputs, ResolvedLaunch } from './launch-context';
 import { LaunchRecorder } from './launch-recorder.service';
 import { LaunchSteps } from './launch-steps';
@@ -31,7 +31,7 @@ export class WorkspaceLaunch {
     let made: User | null = null;
     let launch: ResolvedLaunch;
     try {
-      const user = request.user_id !== undefined ? await this.users.findActive(request.user_id) : (made = await this.users.createAnonymous());
+      const user = inputs.user ?? (request.user_id !== undefined ? await this.users.findActive(request.user_id) : (made = await this.users.createAnonymous()));
       launch = await this.resolve(request, inputs, user, made !== null);
       for (const step of this.steps.list()) {
         if (!step.run) continue;

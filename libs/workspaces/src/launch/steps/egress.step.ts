@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { newId } from '@ws/common';
 import { GroupsService } from '@ws/groups';
-import { WorkspaceEgress } from '../../workspace-egress.service';
+import { WorkspaceEgress } from '../../egress/workspace-egress.service';
 import type { IssuedLaunch, ResolvedLaunch } from '../launch-context';
 import { LaunchOrder, LaunchStep, LaunchStepProvider, ReservedLaunchOptions } from '../launch-step';
 

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { WorkspaceProfiles } from '../../workspace-profiles.service';
+import { WorkspaceProfiles } from '../../profiles/workspace-profiles.service';
 import type { ResolvedLaunch } from '../launch-context';
 import { LaunchOrder, LaunchStep, LaunchStepProvider } from '../launch-step';
 

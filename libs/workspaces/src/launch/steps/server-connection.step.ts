@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ApiError, ErrorCode, toWireId } from '@ws/common';
-import { WorkspaceServerSessions } from '../../workspace-server-sessions.service';
+import { WorkspaceServerSessions } from '../../server-sessions/workspace-server-sessions.service';
 import type { ResolvedLaunch } from '../launch-context';
 import { LaunchOrder, LaunchStep, LaunchStepProvider } from '../launch-step';
 

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { ApiError, ErrorCode, toWireId } from '@ws/common';
 import { RedisConnections } from '@ws/queue';
 import type { BottleneckFigures, RfbSessionStats } from '@ws/stream';
-import type { Workspace } from './workspace.entity';
+import type { Workspace } from '../workspace.entity';
 
 /** What each gateway publishes per connection, every second (docs/stream-stats.md). */
 export interface StreamSnapshot {

@@ -6,7 +6,7 @@ import { DataSource, QueryRunner } from 'typeorm';
 import { PgNotifications } from '@ws/database';
 import { retryDelayMs, WORKSPACE_EVENT_SUBSCRIBER_KEY, WorkspaceEventHandler, WorkspaceEventSubscriberOptions } from './workspace-event-subscriber';
 import type { WorkspaceEventMessage, WorkspaceEventType } from './workspace-event-types';
-import type { WorkspaceStatus } from '../workspace.entity';
+import type { WorkspaceStatus } from '../../workspace.entity';
 
 /** The channel a trigger on workspace_events notifies at each commit that added events (see the migration). */
 export const WORKSPACE_EVENT_CHANNEL = 'workspace_event';

@@ -3,7 +3,7 @@ import { ApiError, parseId } from '@ws/common';
 import { hydrate, rawQuery, selectColumns } from '@ws/database';
 import { Image, ImageAttribute } from '@ws/images';
 import { Server } from '@ws/servers';
-import { LIVE_STATUSES, Workspace } from './workspace.entity';
+import { LIVE_STATUSES, Workspace } from '../workspace.entity';
 
 export type WorkspaceTarget = { workspaceId: string } | { shareId: string };
 

@@ -1,6 +1,6 @@
 import { randomSecret } from '@ws/common';
 import type { Image } from '@ws/images';
-import type { NewWorkspace } from './workspace-lifecycle.service';
+import type { NewWorkspace } from '../lifecycle/workspace-lifecycle.service';
 
 /**
  * What every new workspace row starts with, a launch's and a staging refill's alike: the image's size, fresh

@@ -4,7 +4,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { OnWorkspaceEvent } from './events/workspace-event-subscriber';
 import type { WorkspaceEventMessage } from './events/workspace-event-types';
 import { UsersService } from '@ws/users';
-import { liveSql } from './workspace.entity';
+import { liveSql } from '../workspace.entity';
 
 /**
  * An anonymous user (alias `u`) that nothing holds any more: no workspace of its own and no workspace it was made

@@ -3,7 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { MoreThan, Repository } from 'typeorm';
 import { ApiError, ErrorCode, toWireId } from '@ws/common';
 import { SessionToken, SessionTokensService, User, UsersService } from '@ws/users';
-import { Workspace } from './workspace.entity';
+import { Workspace } from '../workspace.entity';
 import { findLiveWorkspace, WorkspaceTarget } from './workspace-lookup';
 
 export type ConnectTarget = WorkspaceTarget;

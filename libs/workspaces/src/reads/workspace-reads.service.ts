@@ -6,12 +6,12 @@ import { ApiError, ErrorCode, formatTimestamp, toWireId } from '@ws/common';
 import { rawQuery } from '@ws/database';
 import { effectiveSettings } from '@ws/groups';
 import { IssuedToken, SessionTokensService, UsersService } from '@ws/users';
-import { agentFailure } from './agent-failure';
-import type { JoinWorkspaceRequest } from './dto/workspace.requests';
+import { agentFailure } from '../runtime/agent-failure';
+import type { JoinWorkspaceRequest } from '../dto/workspace.requests';
 import { findAllLive, findLiveWorkspace } from './workspace-lookup';
-import { Workspace } from './workspace.entity';
+import { Workspace } from '../workspace.entity';
 import { connectPath, joinPath, operationalStatus, toWorkspaceListItem, toWorkspaceResponse } from './workspace.mappers';
-import { WorkspaceLifecycle } from './workspace-lifecycle.service';
+import { WorkspaceLifecycle } from '../lifecycle/workspace-lifecycle.service';
 import { WorkspaceSettings } from './workspace-settings.service';
 
 const now = () => new Date();

@@ -1,7 +1,7 @@
 import { formatTimestamp, toWireId } from '@ws/common';
 import type { ClientSettings } from '@ws/groups';
 import { toImageRef, portMapOf } from '@ws/images';
-import type { Workspace, WorkspaceStatus } from './workspace.entity';
+import type { Workspace, WorkspaceStatus } from '../workspace.entity';
 
 /** The spec shows starting, running and stopped; a failed workspace reads as stopped (its message says why). */
 export function operationalStatus(status: WorkspaceStatus): string {

@@ -3,12 +3,12 @@ import { DockerHosts, ExecResult } from '@ws/agent';
 import { ApiError, ErrorCode, formatTimestamp, toWireId } from '@ws/common';
 import { Server } from '@ws/servers';
 import { toApiError as toStreamApiError, captureJpeg } from '@ws/stream';
-import { agentFailure } from './agent-failure';
-import type { ExecCommandRequest, ExecConfigFields } from './dto/workspace.requests';
-import { Workspace } from './workspace.entity';
-import { toWorkspaceResponse } from './workspace.mappers';
-import { WorkspaceSettings } from './workspace-settings.service';
-import { WorkspaceServerSessions } from './workspace-server-sessions.service';
+import { agentFailure } from '../runtime/agent-failure';
+import type { ExecCommandRequest, ExecConfigFields } from '../dto/workspace.requests';
+import { Workspace } from '../workspace.entity';
+import { toWorkspaceResponse } from '../reads/workspace.mappers';
+import { WorkspaceSettings } from '../reads/workspace-settings.service';
+import { WorkspaceServerSessions } from '../server-sessions/workspace-server-sessions.service';
 
 const SCREENSHOT_SETTLE_MAX_MS = 900;
 

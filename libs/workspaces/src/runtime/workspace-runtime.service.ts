@@ -8,13 +8,13 @@ import { AppConfig } from '@ws/common';
 import { jobId, JobProducer, PermanentFailure } from '@ws/queue';
 import { Server } from '@ws/servers';
 import { Image } from '@ws/images';
-import { LIVE_STATUSES, Workspace, WorkspaceServerConnection } from './workspace.entity';
-import { ServerSessionRuntime } from './server-session-runtime';
-import { WorkspaceLifecycle } from './workspace-lifecycle.service';
-import { WorkspaceTeardown } from './workspace-teardown.service';
-import { runStartCommands } from './launch-commands';
-import { ProfileStoreError, WorkspaceProfiles } from './workspace-profiles.service';
-import { WorkspaceEgress } from './workspace-egress.service';
+import { LIVE_STATUSES, Workspace, WorkspaceServerConnection } from '../workspace.entity';
+import { ServerSessionRuntime } from '../server-sessions/server-session-runtime';
+import { WorkspaceLifecycle } from '../lifecycle/workspace-lifecycle.service';
+import { WorkspaceTeardown } from '../lifecycle/workspace-teardown.service';
+import { runStartCommands } from '../live/launch-commands';
+import { ProfileStoreError, WorkspaceProfiles } from '../profiles/workspace-profiles.service';
+import { WorkspaceEgress } from '../egress/workspace-egress.service';
 
 const RFB_TIMEOUT_MS = 60_000;
 /**

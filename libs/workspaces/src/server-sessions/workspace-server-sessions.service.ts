@@ -4,8 +4,8 @@ import {
   Image, ServerCredentialCipher, ServerCredentialError, ServerImagesService, checkTargetHost, resolveConnection, sessionModeOf, TargetAddressPolicy,
 } from '@ws/images';
 import { mintRelayCredential, rdpFile, rdpUrl } from './rdp-client-connection';
-import { operationalStatus } from './workspace.mappers';
-import { Workspace, WorkspaceServerConnection } from './workspace.entity';
+import { operationalStatus } from '../reads/workspace.mappers';
+import { Workspace, WorkspaceServerConnection } from '../workspace.entity';
 
 /** get_rdp_client_connection_info's answer (docs/decisions.md, "Server sessions"). */
 export interface RdpClientConnectionInfo {

@@ -9,7 +9,7 @@ import { Image } from '@ws/images';
 import { PermanentFailure } from '@ws/queue';
 import { Server } from '@ws/servers';
 import { checkVncServer } from '@ws/stream';
-import { Workspace, WorkspaceServerConnection } from './workspace.entity';
+import { Workspace, WorkspaceServerConnection } from '../workspace.entity';
 import { WorkspaceServerSessions } from './workspace-server-sessions.service';
 
 /** The bridge image reads its connection from /etc/workspace-bridge/connection (images/bridge: workspace-bridge, workspace-rdp-relay). */

@@ -1,4 +1,4 @@
-import type { WorkspaceStatus } from '../workspace.entity';
+import type { WorkspaceStatus } from '../../workspace.entity';
 
 /**
  * What can happen to a workspace, one event per transition (decisions.md, "Workspace lifecycle events"):

@@ -3,7 +3,7 @@ import { QueryFailedError } from 'typeorm';
 import { AccessService, Caller } from '@ws/auth';
 import { ApiError, ErrorCode } from '@ws/common';
 import { UsersService } from '@ws/users';
-import { UserWorkspaces } from './user-workspaces';
+import { UserWorkspaces } from '../reads/user-workspaces';
 import { WorkspaceTeardown } from './workspace-teardown.service';
 
 /**

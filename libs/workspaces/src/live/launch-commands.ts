@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
 import { DockerHosts, ExecResult } from '@ws/agent';
-import { Workspace } from './workspace.entity';
+import { Workspace } from '../workspace.entity';
 
 /**
  * The image's exec_config commands (README "Image launch settings"):

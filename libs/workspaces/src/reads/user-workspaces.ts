@@ -4,7 +4,7 @@ import { DataSource } from 'typeorm';
 import { rawQuery } from '@ws/database';
 import { Server } from '@ws/servers';
 import type { UserWorkspaceSummary } from '@ws/users';
-import { LIVE_STATUSES, Workspace } from './workspace.entity';
+import { LIVE_STATUSES, Workspace } from '../workspace.entity';
 
 /** The live workspaces of users: for delete_user's rules and for get_user / get_users' answers. */
 @Injectable()

@@ -3,7 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { In, Repository } from 'typeorm';
 import { ApiError, ErrorCode } from '@ws/common';
 import { ServersService } from '@ws/servers';
-import { LIVE_STATUSES, Workspace } from './workspace.entity';
+import { LIVE_STATUSES, Workspace } from '../workspace.entity';
 
 /** `server remove`: a Docker host goes only when no live workspace is on it (the servers library knows no workspaces). */
 @Injectable()

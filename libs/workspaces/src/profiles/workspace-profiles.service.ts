@@ -8,8 +8,8 @@ import type { Image } from '@ws/images';
 import { InvalidProfilePathError, mib, ProfileSync, resolveProfileLocation } from '@ws/profiles';
 import { PermanentFailure } from '@ws/queue';
 import type { User } from '@ws/users';
-import { PROFILE_LOCATION_INDEX, Workspace } from './workspace.entity';
-import { WorkspaceLifecycle } from './workspace-lifecycle.service';
+import { PROFILE_LOCATION_INDEX, Workspace } from '../workspace.entity';
+import { WorkspaceLifecycle } from '../lifecycle/workspace-lifecycle.service';
 
 /** A profile store that failed while loading (not Docker): the provision retries it like a Docker hiccup. */
 export class ProfileStoreError extends Error {}

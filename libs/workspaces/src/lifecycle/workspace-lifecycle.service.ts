@@ -5,7 +5,7 @@ import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialE
 import type { DestroyReason } from '@ws/queue';
 import { EgressConnections } from '@ws/egress';
 import { appendWorkspaceEvents, PendingEvent } from './events/outbox';
-import { LIVE_STATUSES, Workspace, WorkspaceStatus } from './workspace.entity';
+import { LIVE_STATUSES, Workspace, WorkspaceStatus } from '../workspace.entity';
 
 /** A stopping workspace stays as it is (its first reason stands, no second event). */
 const DESTROYABLE: WorkspaceStatus[] = ['starting', 'running', 'failed'];
