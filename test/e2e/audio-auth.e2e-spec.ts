@@ -10,11 +10,10 @@ import { DataSource } from 'typeorm';
 import { WebSocket } from 'ws';
 import { randomSecret } from '@ws/common';
 import { GroupsService } from '@ws/groups';
-import { ImagesService } from '@ws/images';
 import { Workspace } from '@ws/workspaces';
-import { dockerExec, rms, sinePcm } from './audio-fixtures';
-import { desktopImage, TestApi, waitFor } from './harness';
-import { registerLocalServer, streamCookie, waitForRunningWorkspace } from './fixtures';
+import { dockerExec, registerAudioDesktop, rms, sinePcm } from './audio-fixtures';
+import { TestApi, waitFor } from './harness';
+import { streamCookie, waitForRunningWorkspace } from './fixtures';
 
 /** Louder than this (RMS of s16le, 0..32767) is sound; nothing played into the microphone records as zeros. */
 const SOUND_RMS = 1000;
@@ -65,11 +64,7 @@ describe('audio ports: no sound and no microphone without the workspace\'s crede
   beforeAll(async () => {
     api = await TestApi.start({}, { worker: true });
     base = await api.listen();
-    await registerLocalServer(api);
-    const image = await api.app.get(ImagesService).upsert({
-      name: desktopImage(), friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2, xRes: 800, yRes: 600,
-      portMap: { vnc: '5900/tcp', audio: '4901/tcp', audio_input: '4902/tcp' },
-    });
+    const image = await registerAudioDesktop(api);
     const key = await api.key(['Users Auth Session', 'User']);
     const admin = await api.key(['Global Admin']);
     const userId = (await api.call('create_user', admin, { target_user: { username: 'audio-auth-owner' } })).body.user.user_id;

@@ -1,6 +1,10 @@
 import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
+import { toWireId } from '@ws/common';
+import { ImagesService } from '@ws/images';
+import { registerLocalServer } from './fixtures';
+import { desktopImage, TestApi } from './harness';
 
 const run = promisify(execFile);
 
@@ -109,4 +113,14 @@ function oggCrc(page: Buffer): number {
   let crc = 0;
   for (const byte of page) crc = ((crc << 8) ^ CRC_TABLE[((crc >>> 24) & 0xff) ^ byte]) >>> 0;
   return crc;
+}
+
+/** This machine's Docker engine as the server, and the reference desktop as an image with its sound and microphone ports. */
+export async function registerAudioDesktop(api: TestApi): Promise<{ id: string }> {
+  await registerLocalServer(api);
+  const image = await api.app.get(ImagesService).upsert({
+    name: desktopImage(), friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2, xRes: 800, yRes: 600,
+    portMap: { vnc: '5900/tcp', audio: '4901/tcp', audio_input: '4902/tcp' },
+  });
+  return { id: toWireId(image.id) };
 }

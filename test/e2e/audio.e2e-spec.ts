@@ -7,10 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
 import { GroupsService } from '@ws/groups';
-import { ImagesService } from '@ws/images';
-import { decodeOpusPackets, dockerExec, playTone, rms, sinePcm, stopTone } from './audio-fixtures';
-import { desktopImage, TestApi, TestKey, waitFor } from './harness';
-import { registerLocalServer, streamCookie, waitForRunningWorkspace } from './fixtures';
+import { decodeOpusPackets, dockerExec, playTone, registerAudioDesktop, rms, sinePcm, stopTone } from './audio-fixtures';
+import { TestApi, TestKey, waitFor } from './harness';
+import { streamCookie, waitForRunningWorkspace } from './fixtures';
 
 /** Louder than this (RMS of s16le, 0..32767) is sound; silence decodes to 0, Opus noise to a few units. */
 const SOUND_RMS = 1000;
@@ -83,11 +82,7 @@ describe('workspace audio: sound out and microphone in through the gateway', () 
   beforeAll(async () => {
     api = await TestApi.start({}, { worker: true });
     base = await api.listen();
-    await registerLocalServer(api);
-    const image = await api.app.get(ImagesService).upsert({
-      name: desktopImage(), friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2, xRes: 800, yRes: 600,
-      portMap: { vnc: '5900/tcp', audio: '4901/tcp', audio_input: '4902/tcp' },
-    });
+    const image = await registerAudioDesktop(api);
     key = await api.key(['Users Auth Session', 'User']);
     const admin = await api.key(['Global Admin']);
     const ownerId = (await api.call('create_user', admin, { target_user: { username: 'audio-owner' } })).body.user.user_id;
