@@ -8,7 +8,7 @@ import { Entitlements } from '@ws/licensing';
 import { RedisConnections } from '@ws/queue';
 import { SettingsService } from '@ws/settings';
 import { SessionTokensService, User, UsersService } from '@ws/users';
-import { connectPath, latestRunningWorkspace, WorkspaceLaunch } from '@ws/workspaces';
+import { connectPath, latestRunningWorkspace, LaunchRecorder, WorkspaceLaunch } from '@ws/workspaces';
 import type { CastLaunchRequest } from './dto/cast-config.requests';
 import { CAST_FLAGS, CastConfig, ENFORCED_CLIENT_SETTINGS } from './cast-config.entity';
 import { CastingService } from './casting.service';
@@ -75,6 +75,7 @@ export class CastLaunch {
     @InjectDataSource() private readonly db: DataSource,
     private readonly casting: CastingService,
     private readonly launcher: WorkspaceLaunch,
+    private readonly recorder: LaunchRecorder,
     private readonly users: UsersService,
     private readonly tokens: SessionTokensService,
     private readonly settings: SettingsService,
@@ -196,7 +197,7 @@ export class CastLaunch {
   private async resume(config: CastConfig, user: User): Promise<CastLaunchAnswer | null> {
     const workspace = await latestRunningWorkspace(this.db.manager, user.id, config.imageId);
     if (!workspace) return null;
-    const issued = await this.tokens.createFor(user, { workspace_id: workspace.id });
+    const issued = await this.recorder.ownerToken(user, workspace.id);
     return this.answer(config, { workspaceId: toWireId(workspace.id), userId: toWireId(user.id), jwt: issued.jwt, resumed: true });
   }
 

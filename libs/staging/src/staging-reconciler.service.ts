@@ -1,11 +1,11 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import { addSeconds, ApiError, ErrorCode, newId } from '@ws/common';
+import { addSeconds, ApiError, ErrorCode } from '@ws/common';
 import { Image } from '@ws/images';
 import { Entitlements } from '@ws/licensing';
-import { DestroyReason, jobId, JobProducer } from '@ws/queue';
-import { countLiveWorkspaces, liveUnassignedStaged, newWorkspaceFields, reserveServer, StagedRow, stagedPool, WorkspaceLifecycle, WorkspaceTeardown } from '@ws/workspaces';
+import type { DestroyReason } from '@ws/queue';
+import { LaunchRecorder, liveUnassignedStaged, StagedRow, stagedPool, WorkspaceTeardown } from '@ws/workspaces';
 import { StagingConfig } from './staging-config.entity';
 import { mountsPerUser } from './staging-queries';
 
@@ -46,8 +46,7 @@ export class StagingReconciler {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly teardown: WorkspaceTeardown,
-    private readonly lifecycle: WorkspaceLifecycle,
-    private readonly jobs: JobProducer,
+    private readonly recorder: LaunchRecorder,
     private readonly entitlements: Entitlements,
   ) {}
 
@@ -102,44 +101,30 @@ export class StagingReconciler {
       }
       if (created.length === missing) this.shortBy.delete(config.id);
     });
-    // After commit: a lost enqueue leaves a `starting` row that the reaper re-enqueues under the same job id.
-    for (const id of created) await this.jobs.enqueue('workspace.provision', { workspaceId: id }, { jobId: jobId.provision(id) });
+    await this.recorder.enqueueProvisions(created);
     return { created: created.length, destroyed };
   }
 
   /**
-   * A staged workspace row on a server of the config's zone, or null when the license's session limit is reached
-   * or no server there has room. The seat first: its lock comes before placement's, as in every launch.
+   * A staged workspace row on a server of the config's zone (LaunchRecorder.recordStaged: seat, server, row as in
+   * every launch), or null when the license's session limit is reached or no server there has room.
    */
   private async recordStaged(tx: EntityManager, config: StagingConfig, image: Image): Promise<string | null> {
     try {
-      await this.entitlements.reserveSessionCapacity(tx, countLiveWorkspaces);
+      return await this.recorder.recordStaged(tx, {
+        image, zoneId: config.zoneId, stagingConfigId: config.id, expirationDate: addSeconds(new Date(), Number(config.expiration) * 3600),
+      });
     } catch (err) {
       if (err instanceof ApiError && err.code === ErrorCode.Conflict) {
         this.licenseShort(config.id, 'limit', `${err.message}; the pool stays short until sessions end`);
         return null;
       }
-      throw err;
-    }
-    let serverId: string;
-    try {
-      serverId = (await reserveServer(tx, image, { zoneId: config.zoneId })).id;
-    } catch (err) {
       if (err instanceof ApiError && err.code === ErrorCode.NoCapacity) {
         this.logger.warn(`staging config ${config.id}: ${err.message}`);
         return null;
       }
       throw err;
     }
-    const start = new Date();
-    const id = newId();
-    await this.lifecycle.record(tx, {
-      ...newWorkspaceFields({
-        id, userId: null, image, serverId, start, expirationDate: addSeconds(start, Number(config.expiration) * 3600), operationalMessage: 'Staged: waiting for a worker',
-      }),
-      stagingConfigId: config.id,
-    });
-    return id;
   }
 
   /** Logs why the license leaves a pool short, once per config and reason (the next runs say nothing new). */

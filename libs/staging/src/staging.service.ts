@@ -1,15 +1,15 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { addSeconds, ApiError, ErrorCode, newId, parseId, toWireId } from '@ws/common';
+import { addSeconds, ApiError, ErrorCode, newId, parseId } from '@ws/common';
 import { DEFAULT_CLIENT_SETTINGS, EffectiveGroupSettings } from '@ws/groups';
 import { Image } from '@ws/images';
 import { Entitlements } from '@ws/licensing';
 import { JobProducer } from '@ws/queue';
 import { Server } from '@ws/servers';
-import { SessionTokensService, User } from '@ws/users';
+import type { User } from '@ws/users';
 import {
-  bindSessionToken, countReadyStaged, LaunchCommands, pickReadyStaged, RequestWorkspaceRequest, unassignedStaged, WorkspaceLifecycle,
+  bindSessionToken, countReadyStaged, LaunchCommands, LaunchRecorder, pickReadyStaged, RequestWorkspaceRequest, unassignedStaged, WorkspaceLifecycle,
   WorkspaceTeardown,
 } from '@ws/workspaces';
 import { Zone } from '@ws/zones';
@@ -43,7 +43,7 @@ export class StagingService {
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
-    private readonly tokens: SessionTokensService,
+    private readonly recorder: LaunchRecorder,
     private readonly teardown: WorkspaceTeardown,
     private readonly lifecycle: WorkspaceLifecycle,
     private readonly jobs: JobProducer,
@@ -119,7 +119,7 @@ export class StagingService {
     });
     if (!claimed) return null;
     try {
-      const issued = await this.tokens.create(toWireId(user.id), { workspace_id: claimed.id });
+      const issued = await this.recorder.ownerToken(user, claimed.id);
       await bindSessionToken(this.db.manager, claimed.id, issued.token.id);
       // The image's go command, now that the desktop has its user; a browser image gets the request's page as
       // WORKSPACE_URL here (its container started before the request). Not awaited: the answer is `running`

@@ -19,6 +19,7 @@ export { UserWorkspaces } from './reads/user-workspaces';
 export { WorkspaceAccess } from './reads/workspace-access.service';
 export type { StreamStanding, WorkspaceGrant } from './reads/workspace-access.service';
 export { WorkspaceLaunch } from './launch/workspace-launch.service';
+export { LaunchRecorder } from './launch/launch-recorder.service';
 export type { IssuedLaunch, LaunchAnswer, LaunchFacts, LaunchInputs, ResolvedLaunch } from './launch/launch-context';
 export { LaunchOrder, LaunchStepProvider } from './launch/launch-step';
 export type { LaunchStep, ReservedLaunchOptions } from './launch/launch-step';

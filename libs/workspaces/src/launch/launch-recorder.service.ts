@@ -4,7 +4,8 @@ import { DataSource, EntityManager } from 'typeorm';
 import { addSeconds, newId, randomSecret, toWireId } from '@ws/common';
 import { Entitlements } from '@ws/licensing';
 import { JobProducer, jobId } from '@ws/queue';
-import { SessionToken, SessionTokensService, UsersService } from '@ws/users';
+import { IssuedToken, SessionToken, SessionTokensService, User, UsersService } from '@ws/users';
+import type { Image } from '@ws/images';
 import { newWorkspaceFields } from './new-workspace';
 import { reserveServer } from './placement';
 import { countLiveWorkspaces } from '../reads/staged-workspaces';
@@ -38,7 +39,7 @@ export class LaunchRecorder {
   async record(resolved: ResolvedLaunch): Promise<LaunchAnswer> {
     // The id the token names; the row is recorded next.
     const workspaceId = newId();
-    const launch: IssuedLaunch = Object.assign(resolved, { workspaceId, issued: await this.tokens.createFor(resolved.user, { workspace_id: workspaceId }) });
+    const launch: IssuedLaunch = Object.assign(resolved, { workspaceId, issued: await this.ownerToken(resolved.user, workspaceId) });
     const workspace = await this.placeAndRecord(launch);
     await this.enqueueProvision(launch);
     const { user, issued: { jwt } } = launch;
@@ -46,6 +47,35 @@ export class LaunchRecorder {
       workspace_id: toWireId(workspace.id), session_token: jwt, username: user.username, status: operationalStatus(workspace.status),
       share_id: workspace.shareId, user_id: toWireId(user.id), workspace_url: connectPath(workspace.id, user.id, jwt),
     };
+  }
+
+  /**
+   * The owner's session token of a workspace, which its links are signed with: minted here for every way a user
+   * gets a workspace (a launch, a staged claim, a cast link's resume).
+   */
+  ownerToken(user: Pick<User, 'id'>, workspaceId: string): Promise<IssuedToken> {
+    return this.tokens.createFor(user, { workspace_id: workspaceId });
+  }
+
+  /**
+   * A staged workspace (no user yet) for a staging refill, inside the refill's transaction: the same seat, server
+   * and row as a launch. Throws a launch's refusals (the seat's 409, placement's NoCapacity); enqueue its
+   * provision after the commit (enqueueProvisions).
+   */
+  async recordStaged(tx: EntityManager, pool: { image: Image; zoneId: string; stagingConfigId: string; expirationDate: Date }): Promise<string> {
+    const { image, zoneId, stagingConfigId, expirationDate } = pool;
+    await this.entitlements.reserveSessionCapacity(tx, countLiveWorkspaces);
+    const server = await reserveServer(tx, image, { zoneId });
+    const workspace = await this.lifecycle.record(tx, {
+      ...newWorkspaceFields({ id: newId(), userId: null, image, serverId: server.id, start: new Date(), expirationDate, operationalMessage: 'Staged: waiting for a worker' }),
+      stagingConfigId,
+    });
+    return workspace.id;
+  }
+
+  /** After commit: a lost enqueue leaves a `starting` row that the reaper re-enqueues under the same job id. */
+  async enqueueProvisions(workspaceIds: string[]): Promise<void> {
+    for (const id of workspaceIds) await this.jobs.enqueue('workspace.provision', { workspaceId: id }, { jobId: jobId.provision(id) });
   }
 
   /**
