@@ -16,6 +16,11 @@ import { Workspace } from './workspace.entity';
 import { WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery } from './lifecycle/events/workspace-event.entity';
 import { WorkspaceLifecycle } from './lifecycle/workspace-lifecycle.service';
 import { WorkspaceRuntime } from './runtime/workspace-runtime.service';
+import { ProvisionStrategies } from './runtime/provision-strategies';
+import { ContainerStrategy } from './runtime/container.strategy';
+import { WorkspaceContainers } from './runtime/workspace-containers';
+import { BridgeStrategy } from './server-sessions/bridge.strategy';
+import { DirectVncStrategy } from './server-sessions/direct-vnc.strategy';
 import { WorkspaceTeardown } from './lifecycle/workspace-teardown.service';
 import { WorkspacesService } from './workspaces.service';
 import { WorkspaceLaunch } from './launch/workspace-launch.service';
@@ -38,7 +43,7 @@ import { WorkspaceEgress } from './egress/workspace-egress.service';
 
 @Module({
   imports: [TypeOrmModule.forFeature([Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, Server, Zone, SessionToken]), DiscoveryModule, UsersModule, ImagesModule, ServersModule, AgentModule, ProfilesModule, EgressModule],
-  providers: [ServerRetirement, UserWorkspaces, WorkspaceServerSessions, ServerSessionRuntime, WorkspaceEgress, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, LaunchSteps, LaunchRecorder, CheckLimitsStep, ServerConnectionStep, PersistentProfileStep, EgressStep, WorkspaceReads, WorkspaceLive, WorkspaceTeardown, UserDeletion, AnonymousUsers, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands],
+  providers: [ServerRetirement, UserWorkspaces, WorkspaceServerSessions, ServerSessionRuntime, WorkspaceEgress, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, LaunchSteps, LaunchRecorder, CheckLimitsStep, ServerConnectionStep, PersistentProfileStep, EgressStep, WorkspaceReads, WorkspaceLive, WorkspaceTeardown, UserDeletion, AnonymousUsers, WorkspacesService, WorkspaceRuntime, ProvisionStrategies, WorkspaceContainers, ContainerStrategy, BridgeStrategy, DirectVncStrategy, WorkspaceAccess, StreamStatsService, LaunchCommands],
   exports: [ServerRetirement, UserWorkspaces, WorkspaceServerSessions, WorkspaceEgress, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, WorkspaceReads, WorkspaceLive, WorkspaceTeardown, UserDeletion, AnonymousUsers, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands, UsersModule, ImagesModule, AgentModule],
 })
 export class WorkspacesModule {}
