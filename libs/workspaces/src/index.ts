@@ -21,10 +21,11 @@ export type { StreamStanding, WorkspaceGrant } from './reads/workspace-access.se
 export { WorkspaceLaunch } from './launch/workspace-launch.service';
 export type { IssuedLaunch, LaunchAnswer, LaunchFacts, LaunchInputs, ResolvedLaunch } from './launch/launch-context';
 export { LaunchOrder, LaunchStepProvider } from './launch/launch-step';
-export type { LaunchStep, ReservedLaunchOptions } from './launch/launch-step';
+export type { LaunchStep, ReservedRowFields } from './launch/launch-step';
 export { WorkspaceLifecycle } from './lifecycle/workspace-lifecycle.service';
 export { newWorkspaceFields } from './launch/new-workspace';
 export { WorkspaceLive } from './live/workspace-live.service';
+export type { VncEndpoint } from './live/workspace-live.service';
 export { WorkspaceProfiles } from './profiles/workspace-profiles.service';
 export { WorkspaceReads } from './reads/workspace-reads.service';
 export { WorkspaceRuntime } from './runtime/workspace-runtime.service';

@@ -5,6 +5,7 @@ import {
 } from '@ws/images';
 import { mintRelayCredential, rdpFile, rdpUrl } from './rdp-client-connection';
 import { operationalStatus } from '../reads/workspace.mappers';
+import type { VncEndpoint } from '../live/workspace-live.service';
 import { Workspace, WorkspaceServerConnection } from '../workspace.entity';
 
 /** get_rdp_client_connection_info's answer (docs/decisions.md, "Server sessions"). */
@@ -18,13 +19,6 @@ export interface RdpClientConnectionInfo {
   username: string;
   /** Until when the credential in file and url admits a new connection (connections made stay open). */
   expires: string;
-}
-
-/** Where a workspace's VNC server is, and its password: the container's, or a VNC server image's own (issue 14). */
-export interface VncEndpoint {
-  host: string;
-  port: number;
-  password: string;
 }
 
 /**
