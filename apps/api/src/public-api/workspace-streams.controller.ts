@@ -1,7 +1,8 @@
 import { Body, Controller, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { Operation } from '@ws/auth';
-import { ScreenshotRequest, StreamStatsService, WorkspaceClientRequest, WorkspaceLive, WorkspaceServerSessions, WorkspacesService } from '@ws/workspaces';
+import { WorkspaceServerSessions } from '@ws/server-sessions';
+import { ScreenshotRequest, StreamStatsService, WorkspaceClientRequest, WorkspaceLive, WorkspacesService } from '@ws/workspaces';
 
 /** Operations that look into a running session: its pixels and the traffic of its connected clients. */
 @Controller('api/public')

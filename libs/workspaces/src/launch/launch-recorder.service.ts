@@ -69,6 +69,8 @@ export class LaunchRecorder {
     const start = new Date();
     const profile = image.persistentProfilePath && !facts.serverSession && body.persistent_profile_mode !== undefined ? body.persistent_profile_mode : null;
     try {
+      // A server image is launched only through @ws/server-sessions' step: a process without that module is a wiring bug.
+      if (image.kind === 'server' && !facts.serverSession) throw new Error(`image ${image.id} is a server image and no server connection step ran (ServerSessionsModule is not loaded)`);
       return await this.db.transaction(async (tx) => {
         await this.entitlements.reserveSessionCapacity(tx, countLiveWorkspaces);
         // A VNC server is reached directly: no container, so no Docker host and none of its room.

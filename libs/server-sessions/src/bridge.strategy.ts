@@ -1,10 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { isTransientDockerError } from '@ws/agent';
 import { PermanentFailure } from '@ws/queue';
-import { WorkspaceLifecycle } from '../lifecycle/workspace-lifecycle.service';
-import { HostedProvisionStrategy, ProvisionAttempt, ProvisionStrategyProvider, ProvisionTarget } from '../runtime/provision-strategy';
-import { WorkspaceContainers } from '../runtime/workspace-containers';
-import { Workspace, WorkspaceServerConnection } from '../workspace.entity';
+import { ProvisionStrategyProvider, Workspace, WorkspaceContainers, WorkspaceLifecycle } from '@ws/workspaces';
+import type { HostedProvisionStrategy, ProvisionAttempt, ProvisionTarget, WorkspaceServerConnection } from '@ws/workspaces';
 import { ServerSessionRuntime } from './server-session-runtime';
 
 /**

@@ -4,9 +4,8 @@ import {
   Image, ServerCredentialCipher, ServerCredentialError, ServerImagesService, checkTargetHost, resolveConnection, sessionModeOf, TargetAddressPolicy,
 } from '@ws/images';
 import { mintRelayCredential, rdpFile, rdpUrl } from './rdp-client-connection';
-import { operationalStatus } from '../reads/workspace.mappers';
-import type { VncEndpoint } from '../live/workspace-live.service';
-import { Workspace, WorkspaceServerConnection } from '../workspace.entity';
+import { operationalStatus } from '@ws/workspaces';
+import type { VncEndpoint, Workspace, WorkspaceServerConnection } from '@ws/workspaces';
 
 /** get_rdp_client_connection_info's answer (docs/decisions.md, "Server sessions"). */
 export interface RdpClientConnectionInfo {

@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { PermanentFailure } from '@ws/queue';
-import { WorkspaceLifecycle } from '../lifecycle/workspace-lifecycle.service';
-import { HostlessProvisionStrategy, ProvisionAttempt, ProvisionStrategyProvider } from '../runtime/provision-strategy';
-import { Workspace } from '../workspace.entity';
+import { ProvisionStrategyProvider, Workspace, WorkspaceLifecycle } from '@ws/workspaces';
+import type { HostlessProvisionStrategy, ProvisionAttempt } from '@ws/workspaces';
 import { ServerSessionRuntime } from './server-session-runtime';
 
 /** A VNC server image's workspace (mode `direct`): no container; it runs once the server answers RFB and takes the password. */

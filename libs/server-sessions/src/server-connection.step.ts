@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { ApiError, ErrorCode, randomSecret, toWireId } from '@ws/common';
-import { WorkspaceServerSessions } from '../../server-sessions/workspace-server-sessions.service';
-import type { IssuedLaunch, ResolvedLaunch } from '../launch-context';
-import { LaunchOrder, LaunchStep, LaunchStepProvider, ReservedRowFields } from '../launch-step';
+import { LaunchOrder, LaunchStepProvider } from '@ws/workspaces';
+import type { IssuedLaunch, LaunchStep, ReservedRowFields, ResolvedLaunch } from '@ws/workspaces';
+import { WorkspaceServerSessions } from './workspace-server-sessions.service';
 
 /**
  * A server image's connection (WorkspaceServerSessions.resolve: connection_info and rdp_client_type, each a clear
