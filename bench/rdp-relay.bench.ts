@@ -15,7 +15,7 @@ import { connect, Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import Docker from 'dockerode';
 import * as tar from 'tar-stream';
-import { mintRelayCredential } from '@ws/workspaces';
+import { mintRelayCredential } from '@ws/server-sessions';
 import { desktopImage, removeContainers, until } from './harness';
 import { median, percentile } from './stats';
 

@@ -4,6 +4,7 @@ import { AuthModule, OperationGuard } from '@ws/auth';
 import { apiValidationPipe, AppConfig, ConfigModule } from '@ws/common';
 import { DatabaseModule } from '@ws/database';
 import { QueueModule } from '@ws/queue';
+import { ServerSessionsModule } from '@ws/server-sessions';
 import { ServersModule } from '@ws/servers';
 import { SettingsModule } from '@ws/settings';
 import { StagingModule } from '@ws/staging';
@@ -41,7 +42,7 @@ export class AppModule {
   static forRoot(overrides: Partial<AppConfig> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, WorkspacesModule, ZonesModule, ServersModule, GatewayModule, StagingModule, CastingModule, StorageApiModule, RecordingsModule, LicensingModule, EgressModule, FilesModule],
+      imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, WorkspacesModule, ServerSessionsModule, ZonesModule, ServersModule, GatewayModule, StagingModule, CastingModule, StorageApiModule, RecordingsModule, LicensingModule, EgressModule, FilesModule],
       controllers: [UsersController, GroupsController, SessionTokensController, WorkspacesController, WorkspaceStreamsController, ImagesController, RecordingsController, StagingController, CastingController, LicensingController, EgressController, ClientLoginController, ClientSessionController, ClientConnectController, ClientCastController, WorkspaceFilesController, HealthController],
       providers: [
         { provide: APP_GUARD, useClass: OperationGuard },

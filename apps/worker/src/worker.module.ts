@@ -6,6 +6,7 @@ import { DatabaseModule } from '@ws/database';
 import { LicensingModule } from '@ws/licensing';
 import { QueueModule, QueueWorkers } from '@ws/queue';
 import { RecordingsModule } from '@ws/recordings';
+import { ServerSessionsModule } from '@ws/server-sessions';
 import { SettingsModule } from '@ws/settings';
 import { StagingModule } from '@ws/staging';
 import { WorkspaceEventLog, WorkspaceEventRelay, WorkspacesModule } from '@ws/workspaces';
@@ -20,7 +21,7 @@ export class WorkerModule {
   static forRoot(overrides: Partial<AppConfig> = {}): DynamicModule {
     return {
       module: WorkerModule,
-      imports: [ConfigModule.forRoot(overrides), DiscoveryModule, DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule, StagingModule, RecordingsModule, LicensingModule],
+      imports: [ConfigModule.forRoot(overrides), DiscoveryModule, DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule, ServerSessionsModule, StagingModule, RecordingsModule, LicensingModule],
       providers: [QueueWorkers, WorkspacesProcessor, MaintenanceProcessor, StagingProcessor, WorkspaceEventRelay, WorkspaceEventsProcessor, WorkspaceEventLog, RecordingsProcessor],
     };
   }

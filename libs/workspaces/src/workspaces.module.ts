@@ -10,12 +10,13 @@ import { UserDeletion } from './lifecycle/user-deletion.service';
 import { UserWorkspaces } from './reads/user-workspaces';
 import { ServerRetirement } from './lifecycle/server-retirement';
 import { AnonymousUsers } from './lifecycle/anonymous-users.service';
-import { ServerSessionRuntime } from './server-sessions/server-session-runtime';
-import { WorkspaceServerSessions } from './server-sessions/workspace-server-sessions.service';
 import { Workspace } from './workspace.entity';
 import { WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery } from './lifecycle/events/workspace-event.entity';
 import { WorkspaceLifecycle } from './lifecycle/workspace-lifecycle.service';
 import { WorkspaceRuntime } from './runtime/workspace-runtime.service';
+import { ProvisionStrategies } from './runtime/provision-strategies';
+import { ContainerStrategy } from './runtime/container.strategy';
+import { WorkspaceContainers } from './runtime/workspace-containers';
 import { WorkspaceTeardown } from './lifecycle/workspace-teardown.service';
 import { WorkspacesService } from './workspaces.service';
 import { WorkspaceLaunch } from './launch/workspace-launch.service';
@@ -24,7 +25,6 @@ import { LaunchSteps } from './launch/launch-steps';
 import { CheckLimitsStep } from './launch/steps/check-limits.step';
 import { EgressStep } from './launch/steps/egress.step';
 import { PersistentProfileStep } from './launch/steps/persistent-profile.step';
-import { ServerConnectionStep } from './launch/steps/server-connection.step';
 import { WorkspaceLive } from './live/workspace-live.service';
 import { WorkspaceReads } from './reads/workspace-reads.service';
 import { WorkspaceSettings } from './reads/workspace-settings.service';
@@ -38,7 +38,7 @@ import { WorkspaceEgress } from './egress/workspace-egress.service';
 
 @Module({
   imports: [TypeOrmModule.forFeature([Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, Server, Zone, SessionToken]), DiscoveryModule, UsersModule, ImagesModule, ServersModule, AgentModule, ProfilesModule, EgressModule],
-  providers: [ServerRetirement, UserWorkspaces, WorkspaceServerSessions, ServerSessionRuntime, WorkspaceEgress, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, LaunchSteps, LaunchRecorder, CheckLimitsStep, ServerConnectionStep, PersistentProfileStep, EgressStep, WorkspaceReads, WorkspaceLive, WorkspaceTeardown, UserDeletion, AnonymousUsers, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands],
-  exports: [LaunchRecorder, ServerRetirement, UserWorkspaces, WorkspaceServerSessions, WorkspaceEgress, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, WorkspaceReads, WorkspaceLive, WorkspaceTeardown, UserDeletion, AnonymousUsers, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands, UsersModule, ImagesModule, AgentModule],
+  providers: [ServerRetirement, UserWorkspaces, WorkspaceEgress, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, LaunchSteps, LaunchRecorder, CheckLimitsStep, PersistentProfileStep, EgressStep, WorkspaceReads, WorkspaceLive, WorkspaceTeardown, UserDeletion, AnonymousUsers, WorkspacesService, WorkspaceRuntime, ProvisionStrategies, WorkspaceContainers, ContainerStrategy, WorkspaceAccess, StreamStatsService, LaunchCommands],
+  exports: [LaunchRecorder, ServerRetirement, UserWorkspaces, WorkspaceEgress, WorkspaceContainers, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, WorkspaceReads, WorkspaceLive, WorkspaceTeardown, UserDeletion, AnonymousUsers, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands, UsersModule, ImagesModule, AgentModule],
 })
 export class WorkspacesModule {}

@@ -2,8 +2,9 @@ import { Body, Controller } from '@nestjs/common';
 import { Operation } from '@ws/auth';
 import {
   ExecCommandRequest, JoinWorkspaceRequest, OwnedWorkspaceRef, RequestWorkspaceRequest, WorkspaceLaunch, WorkspaceLive, WorkspaceReads, WorkspaceRef, WorkspacesService,
-  WorkspaceServerSessions, WorkspaceStatusRequest,
+  WorkspaceStatusRequest,
 } from '@ws/workspaces';
+import { WorkspaceServerSessions } from '@ws/server-sessions';
 
 /**
  * The request edge of the workspace operations: wire ids are parsed, looked up and owner-checked here

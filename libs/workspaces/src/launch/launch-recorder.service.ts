@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import { addSeconds, newId, randomSecret, toWireId } from '@ws/common';
+import { addSeconds, newId, toWireId } from '@ws/common';
 import { Entitlements } from '@ws/licensing';
 import { JobProducer, jobId } from '@ws/queue';
 import { IssuedToken, SessionToken, SessionTokensService, User, UsersService } from '@ws/users';
@@ -13,9 +13,8 @@ import { Workspace } from '../workspace.entity';
 import { connectPath, operationalStatus } from '../reads/workspace.mappers';
 import { WorkspaceLifecycle } from '../lifecycle/workspace-lifecycle.service';
 import { WorkspaceProfiles } from '../profiles/workspace-profiles.service';
-import { WorkspaceServerSessions } from '../server-sessions/workspace-server-sessions.service';
 import type { IssuedLaunch, LaunchAnswer, ResolvedLaunch } from './launch-context';
-import type { ReservedLaunchOptions } from './launch-step';
+import type { ReservedRowFields } from './launch-step';
 import { LaunchSteps } from './launch-steps';
 
 /**
@@ -32,7 +31,6 @@ export class LaunchRecorder {
     private readonly jobs: JobProducer,
     private readonly entitlements: Entitlements,
     private readonly profiles: WorkspaceProfiles,
-    private readonly serverSessions: WorkspaceServerSessions,
     private readonly steps: LaunchSteps,
   ) {}
 
@@ -91,32 +89,34 @@ export class LaunchRecorder {
   /**
    * One transaction, its locks always in this order (no deadlock between launches, staging and the outbox): a
    * seat under the license's session limit (a deployment-wide advisory lock: keep this transaction short), a
-   * server with room, what the steps reserve (an egress connection), then the workspace row (`starting`, event
-   * `requested`).
+   * server with room, what the steps reserve (an egress connection; a server session's sealed columns), then the
+   * workspace row (`starting`, event `requested`). Whether a Docker host is reserved is known before the steps'
+   * reservations (their locks come after the server's): a direct VNC session (the server connection step's fact) needs none.
    */
   private async placeAndRecord(launch: IssuedLaunch): Promise<Workspace> {
     const { request: body, user, image, settings, workspaceId, facts } = launch;
-    const serverSession = facts.serverSession ?? null;
+    const direct = facts.serverSession?.connection.mode === 'direct';
     const start = new Date();
-    const profile = image.persistentProfilePath && !serverSession && body.persistent_profile_mode !== undefined ? body.persistent_profile_mode : null;
+    const profile = image.persistentProfilePath && !facts.serverSession && body.persistent_profile_mode !== undefined ? body.persistent_profile_mode : null;
     try {
+      // A server image is launched only through @ws/server-sessions' step: a process without that module is a wiring bug.
+      if (image.kind === 'server' && !facts.serverSession) throw new Error(`image ${image.id} is a server image and no server connection step ran (ServerSessionsModule is not loaded)`);
       return await this.db.transaction(async (tx) => {
         await this.entitlements.reserveSessionCapacity(tx, countLiveWorkspaces);
         // A VNC server is reached directly: no container, so no Docker host and none of its room.
-        const server = serverSession?.connection.mode === 'direct' ? null : await reserveServer(tx, image);
+        const server = direct ? null : await reserveServer(tx, image);
         const reserved = await this.reserveSteps(tx, launch);
         return this.lifecycle.record(tx, {
           ...newWorkspaceFields({
             id: workspaceId, userId: user.id, image, serverId: server?.id ?? null, start, expirationDate: addSeconds(start, settings.keepaliveExpiration),
             operationalMessage: 'Waiting for a worker',
           }),
-          serverConnection: serverSession?.connection ?? null, serverPasswordEncrypted: serverSession ? this.serverSessions.seal(serverSession.password, workspaceId) : null,
-          relaySecret: serverSession?.connection.mode === 'relay' ? randomSecret(32) : null,
+          serverConnection: null, serverPasswordEncrypted: null, relaySecret: null, ...reserved.serverSession,
           sharingEnabled: body.enable_sharing ?? false, environment: body.environment ?? {}, sessionTokenId: launch.issued.token.id,
           clientSettingsOverride: launch.inputs.clientSettingsOverride ?? {},
           launchOptions: {
             clientLanguage: body.client_language, clientTimezone: body.client_timezone, workspaceUrl: body.workspace_url, containerNetwork: launch.inputs.containerNetwork,
-            ...reserved,
+            ...reserved.launchOptions,
           },
           persistentProfileMode: profile, isPersistentProfile: profile !== null && profile !== 'Disabled', profileLocation: facts.profileLocation ?? null,
         });
@@ -128,9 +128,14 @@ export class LaunchRecorder {
     }
   }
 
-  private async reserveSteps(tx: EntityManager, launch: IssuedLaunch): Promise<ReservedLaunchOptions> {
-    const reserved: ReservedLaunchOptions = {};
-    for (const step of this.steps.list()) if (step.reserve) Object.assign(reserved, await step.reserve(tx, launch));
+  private async reserveSteps(tx: EntityManager, launch: IssuedLaunch): Promise<ReservedRowFields> {
+    const reserved: ReservedRowFields = {};
+    for (const step of this.steps.list()) {
+      if (!step.reserve) continue;
+      const fields = await step.reserve(tx, launch);
+      if (fields.launchOptions) reserved.launchOptions = { ...reserved.launchOptions, ...fields.launchOptions };
+      if (fields.serverSession) reserved.serverSession = { ...reserved.serverSession, ...fields.serverSession };
+    }
     return reserved;
   }
 

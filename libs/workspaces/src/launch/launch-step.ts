@@ -1,6 +1,7 @@
 import { SetMetadata } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { IssuedLaunch, ResolvedLaunch } from './launch-context';
+import type { Workspace } from '../workspace.entity';
 
 export const LAUNCH_STEP_KEY = 'ws:launch-step';
 
@@ -16,9 +17,14 @@ export const LaunchOrder = {
   ClaimStaged: 500,
 } as const;
 
-/** What a step's reservation adds to the recorded workspace's launch options. */
-export interface ReservedLaunchOptions {
-  egressGatewayId?: string;
+/**
+ * What a step's reservation adds to the recorded workspace row: launch options (egress: the gateway the container
+ * joins), a server session's columns (server connection: the connection, its password sealed to the workspace id,
+ * a relay's key). The recorder writes them and knows nothing of how they were made.
+ */
+export interface ReservedRowFields {
+  launchOptions?: Pick<Workspace['launchOptions'], 'egressGatewayId'>;
+  serverSession?: Pick<Workspace, 'serverConnection' | 'serverPasswordEncrypted' | 'relaySecret'>;
 }
 
 /**
@@ -31,7 +37,7 @@ export interface LaunchStep {
   readonly name: string;
   readonly order: number;
   run?(launch: ResolvedLaunch): Promise<void>;
-  reserve?(tx: EntityManager, launch: IssuedLaunch): Promise<ReservedLaunchOptions>;
+  reserve?(tx: EntityManager, launch: IssuedLaunch): Promise<ReservedRowFields>;
 }
 
 /** Marks a provider (a LaunchStep) of any module as a step of every launch: the pipeline finds it and runs it at its order. */

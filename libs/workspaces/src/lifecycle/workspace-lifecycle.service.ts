@@ -5,7 +5,7 @@ import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialE
 import type { DestroyReason } from '@ws/queue';
 import { EgressConnections } from '@ws/egress';
 import { appendWorkspaceEvents, PendingEvent } from './events/outbox';
-import { LIVE_STATUSES, Workspace, WorkspaceStatus } from '../workspace.entity';
+import { LIVE_STATUSES, Workspace, WorkspaceServerConnection, WorkspaceStatus } from '../workspace.entity';
 
 /** A stopping workspace stays as it is (its first reason stands, no second event). */
 const DESTROYABLE: WorkspaceStatus[] = ['starting', 'running', 'failed'];
@@ -110,6 +110,14 @@ export class WorkspaceLifecycle {
         events: [{ type: 'destroyed', payload: { status: 'deleted' } }],
       });
     });
+  }
+
+  /**
+   * A server session's connection with the address the worker checked it resolves to (@ws/server-sessions): kept
+   * so the bridge, the relay and the gateway connect to that address, never to the name again.
+   */
+  async keepServerAddress(workspaceId: string, connection: WorkspaceServerConnection & { address: string }): Promise<void> {
+    await this.db.getRepository(Workspace).update({ id: workspaceId }, { serverConnection: connection });
   }
 
   /** Progress of a starting workspace (no state change, no event); `set` may record what the provision made so far. */

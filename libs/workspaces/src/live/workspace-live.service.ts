@@ -8,9 +8,15 @@ import type { ExecCommandRequest, ExecConfigFields } from '../dto/workspace.requ
 import { Workspace } from '../workspace.entity';
 import { toWorkspaceResponse } from '../reads/workspace.mappers';
 import { WorkspaceSettings } from '../reads/workspace-settings.service';
-import { WorkspaceServerSessions } from '../server-sessions/workspace-server-sessions.service';
 
 const SCREENSHOT_SETTLE_MAX_MS = 900;
+
+/** Where a workspace's VNC server is, and its password: the container's, or a VNC server image's own (@ws/server-sessions finds it). */
+export interface VncEndpoint {
+  host: string;
+  port: number;
+  password: string;
+}
 
 /**
  * Operations on a running workspace's container (exec_command_workspace, get_workspace_screenshot; the
@@ -21,7 +27,6 @@ export class WorkspaceLive {
   constructor(
     private readonly hosts: DockerHosts,
     private readonly settings: WorkspaceSettings,
-    private readonly serverSessions: WorkspaceServerSessions,
   ) {}
 
   /** Checked before the workspace is looked up, as the request's own shape. */
@@ -53,9 +58,11 @@ export class WorkspaceLive {
     };
   }
 
-  /** get_workspace_screenshot: the live framebuffer, read over RFB, as JPEG `width` wide (aspect kept). */
-  async screenshot(workspace: Workspace, width = 300): Promise<Buffer> {
-    const endpoint = this.serverSessions.vncEndpointOf(workspace);
+  /**
+   * get_workspace_screenshot: the live framebuffer, read over RFB from `endpoint` (the caller's
+   * WorkspaceServerSessions.vncEndpointOf: null when the workspace streams no desktop), as JPEG `width` wide (aspect kept).
+   */
+  async screenshot(workspace: Workspace, endpoint: VncEndpoint | null, width = 300): Promise<Buffer> {
     if (!endpoint) throw new ApiError(ErrorCode.InvalidState, `Workspace (${toWireId(workspace.id)}) has no desktop stream`);
     try {
       // x11vnc sends what changed while nobody watched about half a second after a fresh connection: wait for

@@ -1,22 +1,17 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, IsNull, LessThan, Not, Repository } from 'typeorm';
-import {
-  buildContainerSpec, ContainerNotFoundError, WorkspaceContainerSpec, ContainerState, containerNameFor, DockerHost, DockerHosts, ensureWorkspaceNetwork, isTransientDockerError, networkExists, LABELS, WORKSPACE_NETWORK,
-} from '@ws/agent';
+import { containerNameFor, DockerHosts, LABELS } from '@ws/agent';
 import { AppConfig } from '@ws/common';
 import { jobId, JobProducer, PermanentFailure } from '@ws/queue';
 import { Server } from '@ws/servers';
-import { Image } from '@ws/images';
-import { LIVE_STATUSES, Workspace, WorkspaceServerConnection } from '../workspace.entity';
-import { ServerSessionRuntime } from '../server-sessions/server-session-runtime';
+import { LIVE_STATUSES, Workspace } from '../workspace.entity';
 import { WorkspaceLifecycle } from '../lifecycle/workspace-lifecycle.service';
 import { WorkspaceTeardown } from '../lifecycle/workspace-teardown.service';
-import { runStartCommands } from '../live/launch-commands';
-import { ProfileStoreError, WorkspaceProfiles } from '../profiles/workspace-profiles.service';
-import { WorkspaceEgress } from '../egress/workspace-egress.service';
+import { WorkspaceProfiles } from '../profiles/workspace-profiles.service';
+import { ProvisionStrategies } from './provision-strategies';
+import type { ProvisionAttempt, ProvisionStrategy } from './provision-strategy';
 
-const RFB_TIMEOUT_MS = 60_000;
 /**
  * A `starting` or `stopping` row untouched this long may have lost its job (Redis lost it, or BullMQ failed it
  * without running it); the reaper makes sure one exists. A worker that died is not this path: its job is
@@ -43,61 +38,38 @@ export class WorkspaceRuntime {
     private readonly jobs: JobProducer,
     private readonly config: AppConfig,
     private readonly profiles: WorkspaceProfiles,
-    private readonly egress: WorkspaceEgress,
-    private readonly serverSessions: ServerSessionRuntime,
+    private readonly strategies: ProvisionStrategies,
   ) {}
 
   /**
    * `signal` aborts when the worker hands the job back at shutdown: stop, and record nothing (another worker
-   * finishes it). A run that finds the container already running (an earlier run died after starting it)
-   * continues from the readiness wait instead of creating and starting again.
+   * finishes it). The kind of workspace decides how it is made (ProvisionStrategies: the desktop container here,
+   * a server session's bridge, relay or direct VNC server from @ws/server-sessions); a run that finds the container
+   * already running (an earlier run died after starting it) continues from the readiness wait.
    */
-  async provision(workspaceId: string, attempt: { final: boolean; signal?: AbortSignal }): Promise<void> {
+  async provision(workspaceId: string, attempt: ProvisionAttempt): Promise<void> {
     const workspace = await this.workspaces.findOne({ where: { id: workspaceId }, relations: { image: { attributes: true }, server: true, user: true } });
     if (!workspace || workspace.status !== 'starting') return; // destroyed meanwhile, or done by an earlier run
-    const { image, server, serverConnection: connection } = workspace;
-    if (connection?.mode === 'direct') return this.provisionDirect(workspace, connection, attempt);
+    let strategy: ProvisionStrategy;
+    try {
+      strategy = this.strategies.for(workspace);
+    } catch (err) {
+      return this.afterFailedAttempt(workspace, err, attempt, true);
+    }
+    if (!strategy.onDockerHost) {
+      try {
+        return await strategy.provision(workspace, attempt);
+      } catch (err) {
+        return this.afterFailedAttempt(workspace, err, attempt, strategy.isPermanent(err));
+      }
+    }
+    const { image, server } = workspace;
     if (!image || !server) return this.fail(workspace, 'The workspace has no image or server');
     const host = this.hosts.get(server);
     try {
-      const spec = connection ? this.serverSessions.containerSpec(workspace, image, server, connection) : await this.containerSpecOf(workspace, image, server);
-      let state = await this.runningContainerOf(host, spec.name, spec.labels, spec.ports);
-      if (!state) {
-        await this.progress(workspace, 20, 'Creating the container');
-        if (spec.network === WORKSPACE_NETWORK.name) await ensureWorkspaceNetwork(host); // isolated bridge, see docs/decisions.md
-        else if (spec.network && !(await networkExists(host, spec.network))) {
-          throw new PermanentFailure(`The Docker network ${spec.network} does not exist on the server ${server.hostname}; create it there (docker network create) or change the image's network_name`);
-        }
-        const { containerId } = await host.createWorkspaceContainer(spec);
-        // Before the desktop starts: a bridge's connection, or the persistent profile (Reset, or load the saved one).
-        if (connection) await this.serverSessions.writeConnection(host, containerId, workspace, connection);
-        else await this.profiles.prepare(workspace, image, host, containerId);
-        attempt.signal?.throwIfAborted();
-        await this.lifecycle.progress(workspace.id, 40, 'Starting the container', { containerId });
-        attempt.signal?.throwIfAborted();
-        await host.start(containerId);
-        state = await host.inspect(containerId, spec.ports);
-      }
-      const containerId = state.id;
-      if (connection?.mode !== 'relay') {
-        const vncPort = state.hostPorts.vnc;
-        if (!vncPort) throw new PermanentFailure(`The image ${spec.image} publishes no vnc port`);
-        await this.lifecycle.progress(workspace.id, 60, 'Waiting for the desktop', { containerId });
-        await host.waitForRfb(server.publishHost, vncPort, { timeoutMs: RFB_TIMEOUT_MS, signal: attempt.signal });
-      }
-      if (connection) {
-        await this.lifecycle.progress(workspace.id, 80, `Connecting to the ${connection.protocol.toUpperCase()} server ${connection.host}:${connection.port}`, { containerId });
-        await this.serverSessions.waitUntilConnected(host, containerId, connection, attempt.signal);
-      }
-      attempt.signal?.throwIfAborted();
-      const done = await this.lifecycle.running(workspace.id, { containerId, containerIp: state.ip, hostPorts: state.hostPorts });
-      if (!done) await host.remove(containerId); // destroyed while starting: leave nothing behind
-      // The image's exec_config (launch-commands.ts; never throws) runs in the user's own container only: a bridge
-      // or relay holds the server's connection file, which a command as root could read.
-      else if (!connection) await runStartCommands({ hosts: this.hosts, workspaces: this.workspaces }, workspace);
+      await strategy.provision(workspace, { image, server, host }, attempt);
     } catch (err) {
-      const permanent = err instanceof PermanentFailure || (!isTransientDockerError(err) && !(err instanceof ProfileStoreError));
-      return this.afterFailedAttempt(workspace, err, attempt, permanent, () => host.remove(containerNameFor(workspace.id)));
+      return this.afterFailedAttempt(workspace, err, attempt, strategy.isPermanent(err), () => host.remove(containerNameFor(workspace.id)));
     }
   }
 
@@ -105,9 +77,7 @@ export class WorkspaceRuntime {
    * A provision attempt that threw: handed back at shutdown (rethrown; the next run decides), failed for good (the
    * workspace fails with the message, `cleanup` removes what was made), or left to the job's retry (message shown).
    */
-  private async afterFailedAttempt(
-    workspace: Workspace, err: unknown, attempt: { final: boolean; signal?: AbortSignal }, permanent: boolean, cleanup?: () => Promise<unknown>,
-  ): Promise<never> {
+  private async afterFailedAttempt(workspace: Workspace, err: unknown, attempt: ProvisionAttempt, permanent: boolean, cleanup?: () => Promise<unknown>): Promise<never> {
     if (attempt.signal?.aborted) throw err;
     const message = (err as Error).message;
     if (permanent || attempt.final) {
@@ -119,47 +89,12 @@ export class WorkspaceRuntime {
     throw err;
   }
 
-  /** The container of a container image's workspace (its request environment, egress, network and settings). */
-  private async containerSpecOf(workspace: Workspace, image: Image, server: Server): Promise<WorkspaceContainerSpec> {
-    // The egress gateway and credential win over the request's variables of the same names (README, "Egress").
-    const environment = { ...workspace.environment, ...(await this.egress.environmentOf(workspace)) };
-    return buildContainerSpec({
-      workspace, image, server, user: workspace.user, allowedSecurityOpts: this.config.WORKSPACE_SECURITY_OPTS_ALLOWED, deploymentId: this.config.DEPLOYMENT_ID, environment,
-      workspaceUrl: workspace.launchOptions.workspaceUrl, clientLanguage: workspace.launchOptions.clientLanguage, clientTimezone: workspace.launchOptions.clientTimezone,
-      network: workspace.launchOptions.containerNetwork,
-    });
-  }
-
-  /** A VNC server image's workspace has no container: it runs once the server answers and takes the password. */
-  private async provisionDirect(workspace: Workspace, connection: WorkspaceServerConnection, attempt: { final: boolean; signal?: AbortSignal }): Promise<void> {
-    try {
-      await this.progress(workspace, 50, `Connecting to the VNC server ${connection.host}:${connection.port}`);
-      await this.serverSessions.checkDirect(workspace, connection);
-      attempt.signal?.throwIfAborted();
-      await this.lifecycle.running(workspace.id, { containerId: null, containerIp: null, hostPorts: {} });
-    } catch (err) {
-      return this.afterFailedAttempt(workspace, err, attempt, err instanceof PermanentFailure);
-    }
-  }
-
   /** Ends a provision that keeps losing its worker: the workspace fails with the reason, its container goes. */
   async abandonProvision(workspaceId: string, reason: string): Promise<void> {
     const workspace = await this.workspaces.findOne({ where: { id: workspaceId }, relations: { server: true } });
     if (!workspace || workspace.status !== 'starting') return;
     await this.fail(workspace, reason);
     if (workspace.server) await this.hosts.get(workspace.server).remove(containerNameFor(workspace.id));
-  }
-
-  /** The workspace's container when it exists, is ours (labels) and runs; else null (create and start it). */
-  private async runningContainerOf(host: DockerHost, name: string, labels: Record<string, string>, ports: Record<string, string>): Promise<ContainerState | null> {
-    try {
-      const state = await host.inspect(name, ports);
-      const ours = Object.entries(labels).every(([k, v]) => state.labels[k] === v);
-      return ours && state.running ? state : null;
-    } catch (err) {
-      if (err instanceof ContainerNotFoundError) return null;
-      throw err;
-    }
   }
 
   async destroy(workspaceId: string): Promise<void> {

@@ -4,7 +4,7 @@ import { newId } from '@ws/common';
 import { GroupsService } from '@ws/groups';
 import { WorkspaceEgress } from '../../egress/workspace-egress.service';
 import type { IssuedLaunch, ResolvedLaunch } from '../launch-context';
-import { LaunchOrder, LaunchStep, LaunchStepProvider, ReservedLaunchOptions } from '../launch-step';
+import { LaunchOrder, LaunchStep, LaunchStepProvider, ReservedRowFields } from '../launch-step';
 
 /**
  * egress_gateway_id: the gateway exists and the user may use it (a credential of its provider on the user, one
@@ -32,11 +32,11 @@ export class EgressStep implements LaunchStep {
     await this.egress.check({ workspaceId: newId(), userId: user.id, groupIds, imageId: image.id, gatewayId });
   }
 
-  async reserve(tx: EntityManager, launch: IssuedLaunch): Promise<ReservedLaunchOptions> {
+  async reserve(tx: EntityManager, launch: IssuedLaunch): Promise<ReservedRowFields> {
     const gatewayId = launch.request.egress_gateway_id;
     if (!gatewayId) return {};
     const { workspaceId, user, image, facts } = launch;
     const egress = await this.egress.reserve(tx, { workspaceId, userId: user.id, groupIds: facts.egressGroupIds ?? [], imageId: image.id, gatewayId });
-    return { egressGatewayId: egress.gateway.id };
+    return { launchOptions: { egressGatewayId: egress.gateway.id } };
   }
 }

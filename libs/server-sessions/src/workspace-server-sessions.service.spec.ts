@@ -2,7 +2,8 @@ import { createHmac } from 'node:crypto';
 import { ApiError, AppConfig } from '@ws/common';
 import type { Image, ServerImagesService } from '@ws/images';
 import { ServerCredentialError, checkServerTarget } from '@ws/images';
-import { Workspace, WorkspaceServerConnection } from '../workspace.entity';
+import { Workspace } from '@ws/workspaces';
+import type { WorkspaceServerConnection } from '@ws/workspaces';
 import { WorkspaceServerSessions } from './workspace-server-sessions.service';
 
 const KEY = 'unit-server-sessions-key-0123456789abcdef';

@@ -4,8 +4,8 @@ import {
   Image, ServerCredentialCipher, ServerCredentialError, ServerImagesService, checkTargetHost, resolveConnection, sessionModeOf, TargetAddressPolicy,
 } from '@ws/images';
 import { mintRelayCredential, rdpFile, rdpUrl } from './rdp-client-connection';
-import { operationalStatus } from '../reads/workspace.mappers';
-import { Workspace, WorkspaceServerConnection } from '../workspace.entity';
+import { operationalStatus } from '@ws/workspaces';
+import type { VncEndpoint, Workspace, WorkspaceServerConnection } from '@ws/workspaces';
 
 /** get_rdp_client_connection_info's answer (docs/decisions.md, "Server sessions"). */
 export interface RdpClientConnectionInfo {
@@ -18,13 +18,6 @@ export interface RdpClientConnectionInfo {
   username: string;
   /** Until when the credential in file and url admits a new connection (connections made stay open). */
   expires: string;
-}
-
-/** Where a workspace's VNC server is, and its password: the container's, or a VNC server image's own (issue 14). */
-export interface VncEndpoint {
-  host: string;
-  port: number;
-  password: string;
 }
 
 /**

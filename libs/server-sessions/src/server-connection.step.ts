@@ -1,12 +1,14 @@
 import { Injectable } from '@nestjs/common';
-import { ApiError, ErrorCode, toWireId } from '@ws/common';
-import { WorkspaceServerSessions } from '../../server-sessions/workspace-server-sessions.service';
-import type { ResolvedLaunch } from '../launch-context';
-import { LaunchOrder, LaunchStep, LaunchStepProvider } from '../launch-step';
+import type { EntityManager } from 'typeorm';
+import { ApiError, ErrorCode, randomSecret, toWireId } from '@ws/common';
+import { LaunchOrder, LaunchStepProvider } from '@ws/workspaces';
+import type { IssuedLaunch, LaunchStep, ReservedRowFields, ResolvedLaunch } from '@ws/workspaces';
+import { WorkspaceServerSessions } from './workspace-server-sessions.service';
 
 /**
  * A server image's connection (WorkspaceServerSessions.resolve: connection_info and rdp_client_type, each a clear
  * 400); a container image takes neither. A server workspace never comes from staging and joins no egress gateway.
+ * Recorded (reserve) with its password sealed to the workspace id, and a relay's own key.
  */
 @Injectable()
 @LaunchStepProvider()
@@ -31,5 +33,17 @@ export class ServerConnectionStep implements LaunchStep {
     ].find(([, value]) => value);
     if (containerOnly) throw new ApiError(ErrorCode.InvalidRequest, `Image ${image.friendlyName} (${toWireId(image.id)}) is a server image; ${containerOnly[0]} applies to container images`);
     launch.facts.serverSession = await this.serverSessions.resolve(image, request, launch.user.username);
+  }
+
+  /** The server session's columns of the row: nothing to lock, but the password is sealed to the id minted for the record. */
+  async reserve(_tx: EntityManager, launch: IssuedLaunch): Promise<ReservedRowFields> {
+    const session = launch.facts.serverSession;
+    if (!session) return {};
+    return {
+      serverSession: {
+        serverConnection: session.connection, serverPasswordEncrypted: this.serverSessions.seal(session.password, launch.workspaceId),
+        relaySecret: session.connection.mode === 'relay' ? randomSecret(32) : null,
+      },
+    };
   }
 }

@@ -1,15 +1,14 @@
 import { Readable } from 'node:stream';
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
 import * as tar from 'tar-stream';
-import { Repository } from 'typeorm';
 import { buildContainerSpec, DockerHost, WorkspaceContainerSpec } from '@ws/agent';
 import { AppConfig } from '@ws/common';
 import { Image } from '@ws/images';
 import { PermanentFailure } from '@ws/queue';
 import { Server } from '@ws/servers';
 import { checkVncServer } from '@ws/stream';
-import { Workspace, WorkspaceServerConnection } from '../workspace.entity';
+import { Workspace, WorkspaceLifecycle } from '@ws/workspaces';
+import type { WorkspaceServerConnection } from '@ws/workspaces';
 import { WorkspaceServerSessions } from './workspace-server-sessions.service';
 
 /** The bridge image reads its connection from /etc/workspace-bridge/connection (images/bridge: workspace-bridge, workspace-rdp-relay). */
@@ -75,7 +74,7 @@ export class ServerSessionRuntime {
   constructor(
     private readonly config: AppConfig,
     private readonly sessions: WorkspaceServerSessions,
-    @InjectRepository(Workspace) private readonly workspaces: Repository<Workspace>,
+    private readonly lifecycle: WorkspaceLifecycle,
   ) {}
 
   /**
@@ -96,7 +95,7 @@ export class ServerSessionRuntime {
       throw new PermanentFailure(`The ${connection.protocol.toUpperCase()} server ${connection.host}:${connection.port} is not an allowed server target: it ${verb} ${check.reason}`);
     }
     const checked = { ...connection, address: check.address };
-    await this.workspaces.update({ id: workspace.id }, { serverConnection: checked });
+    await this.lifecycle.keepServerAddress(workspace.id, checked);
     workspace.serverConnection = checked;
     return checked;
   }
