@@ -131,32 +131,41 @@ describe('workspace files: the desktop user cannot steer transfers outside what 
     }
   });
 
-  it('~/Downloads flipped between a real directory and a symlink to /etc during downloads: never shadow', async () => {
-    await sh('cd "$HOME" && mkdir dl.real && printf decoy > dl.real/shadow && ln -s /etc dl.evil');
-    // Bounded: 20000 rounds at most, or until race.stop appears; race.started after the first, race.done at the end.
+  /**
+   * Runs `attack` while the desktop's user flips ~/<dir> between a real directory and a symlink to /etc as fast as
+   * it can (bounded: 20000 rounds, or until race.stop appears; race.started after the first, race.done at the end).
+   */
+  async function duringSwapRace(dir: string, real: string, evil: string, attack: () => Promise<void>): Promise<void> {
+    await sh('rm -f "$HOME/race.stop" "$HOME/race.started" "$HOME/race.done"');
     await localDocker().exec(containerId, {
       cmd: `cd "$HOME" && i=0; while [ $i -lt 20000 ] && [ ! -e race.stop ]; do
-        mv -T dl.evil Downloads; mv -T Downloads dl.evil; mv -T dl.real Downloads; mv -T Downloads dl.real
+        mv -T ${evil} ${dir}; mv -T ${dir} ${evil}; mv -T ${real} ${dir}; mv -T ${dir} ${real}
         i=$((i + 1)); [ $i -eq 1 ] && : > race.started
       done 2>/dev/null; echo $i > race.done`,
       wait: false,
     });
+    const seen = (file: string) => async () => ((await sh(`[ -e "$HOME/${file}" ] && echo yes || true`)).trim() === 'yes' ? true : undefined);
     try {
-      await waitFor('the swap loop to start', async () => ((await sh('[ -e "$HOME/race.started" ] && echo yes || true')).trim() === 'yes' ? true : undefined), 30_000);
-      const statuses = new Set<number>();
+      await waitFor('the swap loop to start', seen('race.started'), 30_000);
+      await attack();
+    } finally {
+      await sh(': > "$HOME/race.stop"');
+      await waitFor('the swap loop to end', seen('race.done'), 60_000);
+    }
+  }
+
+  it('~/Downloads flipped between a real directory and a symlink to /etc during downloads: never shadow', async () => {
+    await sh('cd "$HOME" && mkdir dl.real && printf decoy > dl.real/shadow && ln -s /etc dl.evil');
+    await duringSwapRace('Downloads', 'dl.real', 'dl.evil', async () => {
       for (let round = 0; round < 10; round++) {
         const answers = await Promise.all([download('shadow'), download('shadow'), download('shadow')]);
         for (const answer of answers) {
           expectNoShadow(answer);
-          statuses.add(answer.status);
           if (answer.status === 200) expect(answer.body.toString()).toBe('decoy');
           else expect([404, 409]).toContain(answer.status);
         }
       }
-    } finally {
-      await sh(': > "$HOME/race.stop"');
-      await waitFor('the swap loop to end', async () => ((await sh('[ -e "$HOME/race.done" ] && echo yes || true')).trim() === 'yes' ? true : undefined), 60_000);
-    }
+    });
   });
 
   it('the same tricks on ~/Uploads write nothing outside the home: refused, or landed in the user\'s own directory', async () => {
@@ -185,16 +194,8 @@ describe('workspace files: the desktop user cannot steer transfers outside what 
 
   it('~/Uploads flipped between a real directory and a symlink to /etc during uploads: nothing in /etc', async () => {
     await sh('cd "$HOME" && mkdir ul.real && ln -s /etc ul.evil');
-    await localDocker().exec(containerId, {
-      cmd: `cd "$HOME" && i=0; while [ $i -lt 20000 ] && [ ! -e race.stop ]; do
-        mv -T ul.evil Uploads; mv -T Uploads ul.evil; mv -T ul.real Uploads; mv -T Uploads ul.real
-        i=$((i + 1)); [ $i -eq 1 ] && : > race.started
-      done 2>/dev/null; echo $i > race.done`,
-      wait: false,
-    });
     const landed: string[] = [];
-    try {
-      await waitFor('the swap loop to start', async () => ((await sh('[ -e "$HOME/race.started" ] && echo yes || true')).trim() === 'yes' ? true : undefined), 30_000);
+    await duringSwapRace('Uploads', 'ul.real', 'ul.evil', async () => {
       for (let round = 0; round < 10; round++) {
         const answers = await Promise.all([0, 1, 2].map((n) => upload(`raced-${round}-${n}.txt`, Buffer.from(`race ${round} ${n}`))));
         for (const answer of answers) {
@@ -202,10 +203,7 @@ describe('workspace files: the desktop user cannot steer transfers outside what 
           if (answer.status === 201) landed.push(JSON.parse(answer.body.toString()).name);
         }
       }
-    } finally {
-      await sh(': > "$HOME/race.stop"');
-      await waitFor('the swap loop to end', async () => ((await sh('[ -e "$HOME/race.done" ] && echo yes || true')).trim() === 'yes' ? true : undefined), 60_000);
-    }
+    });
     await expectNothingWrittenOutsideHome('raced-*');
     // What was accepted is complete and the user's, in a real directory of their home (ul.real, or an ~/Uploads the
     // api made while the loop had moved both away); no temporary file is left anywhere.
