@@ -17,7 +17,7 @@ import { loadConfig, newId, randomSecret, sha256, toWireId } from '@ws/common';
 import { Group, UserGroup } from '@ws/groups';
 import { UsersService } from '@ws/users';
 import { Workspace } from '@ws/workspaces';
-import { benchDeployment, BenchSettings, freePort, registerLocalDesktop, treeCpuMs, until, withSetupApi } from './harness';
+import { benchDeployment, benchEnv, BenchSettings, freePort, registerLocalDesktop, treeCpuMs, until, withSetupApi } from './harness';
 import { median } from './stats';
 
 const ROOT = join(__dirname, '..');
@@ -90,7 +90,7 @@ async function main(): Promise<void> {
   try {
     const { auth, secretSha256, workspaces } = await seed(settings);
     const [apiPort, barePort] = await Promise.all([freePort(), freePort()]);
-    const env = { ...process.env, ...settings, API_PORT: String(apiPort), API_HOST: '127.0.0.1' };
+    const env = benchEnv(settings, { API_PORT: String(apiPort), API_HOST: '127.0.0.1' });
     // BENCH_PROFILE_API=<dir> writes CPU profiles of the api and the bare server (on exit) for finding hot spots.
     const profile = process.env.BENCH_PROFILE_API ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_API}`] : [];
     const apiProcess = spawn(process.execPath, [...profile, join(ROOT, 'apps/api/src/main.js')], { env, stdio: 'inherit' });

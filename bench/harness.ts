@@ -10,6 +10,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { AppConfig } from '@ws/common';
 import type { ImageDefinition } from '@ws/images';
+import { LICENSE_FEATURES } from '@ws/licensing';
 
 /** Polls `check` every 100 ms until it answers a value (errors count as not yet), for at most `timeoutMs`. */
 export async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
@@ -106,10 +107,19 @@ export function desktopImage(cwd = process.cwd()): string {
 /** Settings of a bench deployment of its own; `kind` goes into the database name (ws_bench_<kind>_…). */
 export function benchSettings(kind?: string) {
   const suffix = randomBytes(4).toString('hex');
-  return { DATABASE_NAME: `ws_bench_${kind ? `${kind}_` : ''}${suffix}`, REDIS_PREFIX: `wsbench-${suffix}`, DEPLOYMENT_ID: `bench-${suffix}`, LOG_LEVEL: 'warn' };
+  return {
+    DATABASE_NAME: `ws_bench_${kind ? `${kind}_` : ''}${suffix}`, REDIS_PREFIX: `wsbench-${suffix}`, DEPLOYMENT_ID: `bench-${suffix}`, LOG_LEVEL: 'warn',
+    // Past the free tier (5 sessions, no staging or casting), as the test harness: benches measure the product, not its license.
+    UNLICENSED_SESSION_LIMIT: 1000, UNLICENSED_FEATURES: LICENSE_FEATURES.join(','),
+  };
 }
 
 export type BenchSettings = ReturnType<typeof benchSettings>;
+
+/** The settings as a process's environment, for benches that run the api and worker as processes of their own. */
+export function benchEnv(settings: BenchSettings, more: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return { ...process.env, ...Object.fromEntries(Object.entries(settings).map(([name, value]) => [name, String(value)])), ...more };
+}
 
 export interface BenchDeployment {
   settings: BenchSettings;

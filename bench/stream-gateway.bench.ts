@@ -23,7 +23,7 @@ import { parseId } from '@ws/common';
 import { dataSourceOptions } from '@ws/database';
 import { JOB_QUEUE } from '@ws/queue';
 import { DataSource } from 'typeorm';
-import { benchDeployment, desktopImage, freePort, listening, post, registerLocalDesktop, streamCookie, until, untilRunning, withSetupApi } from './harness';
+import { benchDeployment, benchEnv, desktopImage, freePort, listening, post, registerLocalDesktop, streamCookie, until, untilRunning, withSetupApi } from './harness';
 import { Transport } from './rfb-bench-client';
 import { ClientProcess, Throughput } from './rfb-client-process';
 import { median, percentile } from './stats';
@@ -121,7 +121,7 @@ async function main(): Promise<void> {
       registerLocalDesktop(setup, { name: image, friendlyName: 'Desktop', cores: 1, memory: 1024 ** 3 }, { cores: 8, memory: 16 * 1024 ** 3 }));
     const img = registered.image;
     auth = registered.auth;
-    const env = { ...process.env, ...settings, API_PORT: String(apiPort), API_HOST: '127.0.0.1', STORAGE_URL: `file://${join(recordingDir, 'store')}`, RECORDING_SPOOL_DIR: join(recordingDir, 'spool') };
+    const env = benchEnv(settings, { API_PORT: String(apiPort), API_HOST: '127.0.0.1', STORAGE_URL: `file://${join(recordingDir, 'store')}`, RECORDING_SPOOL_DIR: join(recordingDir, 'spool') });
     children.push(spawn(process.execPath, [join(BUILT, 'apps/worker/src/main.js')], { env, stdio: 'inherit' }));
     // API_NODE_FLAGS passes V8/node flags to the api process, for tuning experiments (e.g. --max-semi-space-size=1).
     const api = spawn(process.execPath, [...(process.env.API_NODE_FLAGS ? process.env.API_NODE_FLAGS.split(' ') : []), ...(process.env.BENCH_PROFILE_API ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_API}`] : []), join(BUILT, 'apps/api/src/main.js')], { env, stdio: 'inherit' });
