@@ -41,6 +41,7 @@ describe('egress through a real WireGuard gateway (key_pair_tunnel)', () => {
     expect(res.status).toBe(200);
     return res.body.workspace_id as string;
   };
+  const connections = async () => Number((await db.query('SELECT count(*) AS n FROM egress_connections'))[0].n);
   const run = async (workspaceId: string, cmd: string) => {
     const res = await api.call('exec_command_workspace', admin, { workspace_id: workspaceId, user_id: userId, exec_config: { cmd }, wait: true });
     expect(res.status).toBe(200);
@@ -109,11 +110,14 @@ describe('egress through a real WireGuard gateway (key_pair_tunnel)', () => {
     expect((await api.call('destroy_workspace', admin, { workspace_id: direct, user_id: userId })).status).toBe(200);
   });
 
-  it('a gateway whose key does not match fails the launch with a message naming it, and leaves no container', async () => {
+  it('a gateway whose key does not match fails the launch with a message naming it, releases the connection and leaves no container', async () => {
+    const before = await connections();
     const refused = await launch(wrongKeyGatewayId);
+    expect(await connections()).toBe(before + 1);
     const r = await settled(refused);
     expect(r.status).toBe('failed');
     expect(r.operational_message).toMatch(/egress gateway wg-wrong-key did not come up/);
+    expect(await connections()).toBe(before);
     await waitFor('no container left', async () =>
       ((await engine.listContainers({ all: true, filters: { label: [`workspace-server.workspace-id=${parseId(refused)}`] } })).length === 0 ? true : undefined), 30_000, 200);
   });

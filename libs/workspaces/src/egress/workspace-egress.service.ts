@@ -42,6 +42,11 @@ export class WorkspaceEgress {
     return this.connections.reserve(tx, request);
   }
 
+  /** The workspace's connection back to its credential, in a transaction of its own (idempotent). */
+  async release(workspaceId: string): Promise<void> {
+    await this.db.transaction((tx) => this.connections.release(tx, workspaceId));
+  }
+
   /**
    * The container's egress variables (empty without egress; never a secret of a provider that runs in a sidecar).
    * A workspace launched with a gateway whose connection is gone (its credential or gateway deleted since) cannot

@@ -6,6 +6,7 @@ import { AppConfig } from '@ws/common';
 import { jobId, JobProducer, PermanentFailure } from '@ws/queue';
 import { Server } from '@ws/servers';
 import { LIVE_STATUSES, Workspace } from '../workspace.entity';
+import { WorkspaceEgress } from '../egress/workspace-egress.service';
 import { WorkspaceLifecycle } from '../lifecycle/workspace-lifecycle.service';
 import { WorkspaceTeardown } from '../lifecycle/workspace-teardown.service';
 import { WorkspaceProfiles } from '../profiles/workspace-profiles.service';
@@ -39,6 +40,7 @@ export class WorkspaceRuntime {
     private readonly config: AppConfig,
     private readonly profiles: WorkspaceProfiles,
     private readonly strategies: ProvisionStrategies,
+    private readonly egress: WorkspaceEgress,
   ) {}
 
   /**
@@ -162,8 +164,12 @@ export class WorkspaceRuntime {
     await this.lifecycle.progress(workspace.id, percent, message);
   }
 
+  /**
+   * The launch failed for good: the workspace fails and its egress connection goes back (a failed workspace uses none;
+   * its destroy releases again, idempotently). After the failure's own transaction: nothing can revive a failed row.
+   */
   private async fail(workspace: Workspace, message: string): Promise<void> {
-    await this.lifecycle.fail(workspace.id, 'starting', `Could not start the workspace: ${message}`);
+    if (await this.lifecycle.fail(workspace.id, 'starting', `Could not start the workspace: ${message}`)) await this.egress.release(workspace.id);
   }
 }
 
