@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # npm start: installs what is missing, starts PostgreSQL, Redis and Docker, builds the reference images,
-# migrates, registers the local Docker host, the desktop and the browser image, then runs the api and one worker.
+# migrates, registers the local Docker host, the desktop and the browser image, builds the egress sidecar image, then runs the api and one worker.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log() { printf '[start] %s\n' "$*" >&2; }
@@ -27,6 +27,10 @@ if [ "$docker_ok" = 1 ]; then
   browser_tag=$(bash scripts/build-browser-image.sh | tail -1)
   cli image add "$browser_tag" --friendly-name Browser --description "Reference browser (kiosk Chromium on WORKSPACE_URL)" --browser --go-cmd workspace-browser-open --cores 1 --memory 2G >/dev/null
   log "image Browser -> $browser_tag"
+  # The egress sidecar of workspaces that join a gateway (docs/decisions/egress.md, "Egress for real").
+  EGRESS_IMAGE="${EGRESS_IMAGE:-$(bash scripts/build-egress-image.sh | tail -1)}"
+  export EGRESS_IMAGE
+  log "egress sidecar image -> $EGRESS_IMAGE"
 fi
 
 pids=()

@@ -17,6 +17,9 @@ log "desktop image $WS_TEST_DESKTOP_IMAGE"
 WS_TEST_BROWSER_IMAGE=$(bash scripts/build-browser-image.sh | tail -1)
 export WS_TEST_BROWSER_IMAGE
 log "browser image $WS_TEST_BROWSER_IMAGE"
+WS_TEST_EGRESS_IMAGE=$(bash scripts/build-egress-image.sh | tail -1)
+export WS_TEST_EGRESS_IMAGE
+log "egress image $WS_TEST_EGRESS_IMAGE"
 WS_TEST_SERVERS_IMAGE=$(bash scripts/build-test-server-images.sh | tail -1)
 export WS_TEST_SERVERS_IMAGE
 log "test servers image $WS_TEST_SERVERS_IMAGE"

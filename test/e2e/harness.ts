@@ -159,5 +159,7 @@ function builtImage(envName: string, script: string): string {
 export const desktopImage = () => builtImage('WS_TEST_DESKTOP_IMAGE', 'scripts/build-desktop-image.sh');
 /** The reference browser image. */
 export const browserImage = () => builtImage('WS_TEST_BROWSER_IMAGE', 'scripts/build-browser-image.sh');
+/** The egress sidecar image (wireguard-go, wireguard-tools, openvpn, nebula, iptables, busybox); also the test gateways'. */
+export const egressImage = () => builtImage('WS_TEST_EGRESS_IMAGE', 'scripts/build-egress-image.sh');
 /** Real RDP (xrdp) and SSH (openssh-server) servers for the server-session tests: `docker run … <tag> rdp|ssh`. */
 export const testServersImage = () => builtImage('WS_TEST_SERVERS_IMAGE', 'scripts/build-test-server-images.sh');

@@ -154,6 +154,11 @@ export function containerNameFor(workspaceId: string): string {
   return `ws-${workspaceId.toLowerCase()}`;
 }
 
+/** Container name of a workspace's egress sidecar (its network namespace, the tunnel and the kill switch). */
+export function egressSidecarNameFor(workspaceId: string): string {
+  return `${containerNameFor(workspaceId)}-egress`;
+}
+
 /**
  * Pure: turns a workspace + image + server into the container spec. Environment precedence (later wins):
  * image exec_config.first_launch.environment < request environment < WORKSPACE_URL / LANG / TZ < X_RES, Y_RES,

@@ -42,6 +42,11 @@ export interface WorkspaceContainerSpec {
   /** Host address ports are published on (default 127.0.0.1). */
   publishHost?: string;
   network?: string | null;
+  /**
+   * Join this container's network namespace instead (NetworkMode container:<id>; an egress sidecar): `network`,
+   * published ports, hostname and extra hosts are the other container's, so none are set here.
+   */
+  networkContainer?: string | null;
   shmSizeBytes?: number | null;
   /** Container user; default: the image's USER. */
   user?: string | null;
@@ -444,7 +449,8 @@ export class DockerHost {
     const publishHost = spec.publishHost || '127.0.0.1';
     const exposed: Record<string, object> = {};
     const bindings: Record<string, Array<{ HostIp: string; HostPort: string }>> = {};
-    for (const { port } of Object.values(ports)) {
+    const joined = spec.networkContainer ? `container:${spec.networkContainer}` : null;
+    for (const { port } of joined ? [] : Object.values(ports)) {
       exposed[port] = {};
       bindings[port] = [{ HostIp: publishHost, HostPort: '' }];
     }
@@ -457,19 +463,19 @@ export class DockerHost {
       ExposedPorts: exposed,
       ...(spec.user ? { User: spec.user } : {}),
       ...(spec.cmd?.length ? { Cmd: spec.cmd } : {}),
-      ...(spec.hostname ? { Hostname: spec.hostname } : {}),
+      ...(spec.hostname && !joined ? { Hostname: spec.hostname } : {}),
       HostConfig: {
         ...(spec.cpuAllocation === 'Shares' ? { CpuShares: Math.max(2, Math.round(spec.cores * 1024)) } : { NanoCpus: Math.round(spec.cores * 1e9) }),
         Memory: spec.memoryBytes,
         MemorySwap: spec.memoryBytes,
         PortBindings: bindings,
         ...(spec.shmSizeBytes ? { ShmSize: spec.shmSizeBytes } : {}),
-        ...(spec.network ? { NetworkMode: spec.network } : {}),
+        ...(joined ? { NetworkMode: joined } : spec.network ? { NetworkMode: spec.network } : {}),
         CapDrop: ['ALL'],
         CapAdd: [...(spec.capAdd ?? DEFAULT_CAP_ADD)],
         SecurityOpt: [...(spec.noNewPrivileges === false ? [] : ['no-new-privileges:true']), ...(spec.securityOpt ?? [])],
         ...(spec.devices?.length ? { Devices: spec.devices.map((d) => ({ PathOnHost: d.pathOnHost, PathInContainer: d.pathInContainer, CgroupPermissions: d.cgroupPermissions })) } : {}),
-        ...(spec.extraHosts?.length ? { ExtraHosts: spec.extraHosts } : {}),
+        ...(spec.extraHosts?.length && !joined ? { ExtraHosts: spec.extraHosts } : {}),
         // Binds (not Mounts): Docker makes a missing host directory, as `docker run -v` does.
         ...(spec.mounts?.length ? { Binds: spec.mounts.map((m) => `${m.source}:${m.target}:${m.readOnly ? 'ro' : 'rw'}`) } : {}),
         PidsLimit: spec.pidsLimit ?? DEFAULT_PIDS_LIMIT,

@@ -1,6 +1,6 @@
 // What other libraries and the apps use of @ws/agent; everything else is internal to it.
 export { AgentModule } from './agent.module';
-export { RESERVED_ENV, buildContainerSpec, containerNameFor } from './container-spec';
+export { RESERVED_ENV, buildContainerSpec, containerNameFor, egressSidecarNameFor } from './container-spec';
 export { DockerHost } from './docker-host';
 export type { ContainerState, ExecResult, StreamingExec, WorkspaceContainerSpec } from './docker-host';
 export { DockerHosts } from './docker-hosts';

@@ -100,6 +100,13 @@ export class AppConfig {
   @Matches(/^([a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_.-]{1,128})?(@sha256:[a-f0-9]{64})?)?$/, { message: 'must be empty or a Docker image reference' })
   SERVER_BRIDGE_IMAGE = '';
   /**
+   * Docker image of the egress sidecars (issue 21): a workspace that joined a gateway whose provider runs in a sidecar
+   * (key_pair_tunnel: WireGuard) gets one, and its container joins the sidecar's network namespace. npm start and
+   * npm test build it (scripts/build-egress-image.sh). Empty: such launches fail with a message that says so.
+   */
+  @Matches(/^([a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_.-]{1,128})?(@sha256:[a-f0-9]{64})?)?$/, { message: 'must be empty or a Docker image reference' })
+  EGRESS_IMAGE = '';
+  /**
    * Docker network of bridge and relay containers. Not the isolated workspace network: they exist to reach servers on
    * private networks. Default `bridge` (Docker's default network); an image restricted to a network uses its own.
    */

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { ApiError, ErrorCode, parseId, toWireId } from '@ws/common';
 import { EgressConnection, EgressCredential, EgressGateway, EgressProvider } from './egress.entities';
+import { SIDECAR_PROVIDER_TYPES } from './egress-sidecar-config';
 
 export interface EgressReservationRequest {
   /** The workspace the connection is for (its row may be inserted later in the same transaction). */
@@ -101,5 +102,7 @@ export function egressEnvironment(reservation: EgressReservation): Record<string
     EGRESS_MESH_KEY: c.meshKey,
     EGRESS_CUSTOM_CREDENTIAL: c.customCredential,
   };
+  // A provider that runs in a sidecar gets its secret there (egress-sidecar-config.ts), never in the desktop.
+  if (SIDECAR_PROVIDER_TYPES.includes(p.type)) for (const secret of ['EGRESS_PASSWORD', 'EGRESS_VPN_PRIVATE_KEY', 'EGRESS_MESH_KEY', 'EGRESS_CUSTOM_CREDENTIAL']) delete env[secret];
   return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== null));
 }

@@ -25,10 +25,15 @@ describe('egress mappers', () => {
     expect(toEgressCredentialResponse({ credential, provider, gateways: [], activeConnections: 0 }, { showSecrets: true }).vpn_private_key).toBe('private');
   });
 
-  it('gives the container the provider, the gateway and the secrets that are set', () => {
-    expect(egressEnvironment({ credential, gateway, provider })).toEqual({
-      EGRESS_PROVIDER_TYPE: 'key_pair_tunnel', EGRESS_PROVIDER_NAME: 'wg', EGRESS_GATEWAY_ID: '00000000000040008000000000000002', EGRESS_GATEWAY_NAME: 'gw',
-      EGRESS_GATEWAY_ENDPOINT: '203.0.113.7:51820', EGRESS_GATEWAY_CONFIG: '{"peer_public_key":"abc="}', EGRESS_VPN_PRIVATE_KEY: 'private', EGRESS_CUSTOM_CREDENTIAL: 'opaque',
+  it('gives the container the provider and the gateway; the secrets that are set, except for a provider that runs in a sidecar', () => {
+    const common = {
+      EGRESS_PROVIDER_NAME: 'wg', EGRESS_GATEWAY_ID: '00000000000040008000000000000002', EGRESS_GATEWAY_NAME: 'gw',
+      EGRESS_GATEWAY_ENDPOINT: '203.0.113.7:51820', EGRESS_GATEWAY_CONFIG: '{"peer_public_key":"abc="}',
+    };
+    // key_pair_tunnel: the secrets reach the sidecar only (issue 21).
+    expect(egressEnvironment({ credential, gateway, provider })).toEqual({ EGRESS_PROVIDER_TYPE: 'key_pair_tunnel', ...common });
+    expect(egressEnvironment({ credential, gateway, provider: { ...provider, type: 'custom' } as typeof provider })).toEqual({
+      EGRESS_PROVIDER_TYPE: 'custom', ...common, EGRESS_VPN_PRIVATE_KEY: 'private', EGRESS_CUSTOM_CREDENTIAL: 'opaque',
     });
   });
 });

@@ -3,6 +3,8 @@ export { DeleteEgressCredentialRequest, EgressCredentialChanges, UpdateEgressCre
 export { EgressCatalog } from './egress-catalog.service';
 export { EgressConnections, egressEnvironment } from './egress-connections.service';
 export type { EgressReservation, EgressReservationRequest } from './egress-connections.service';
+export { EgressConfigError, egressSidecarFiles, SIDECAR_PROVIDER_TYPES } from './egress-sidecar-config';
+export type { EgressSidecarFiles } from './egress-sidecar-config';
 export { EgressCredentials, REQUIRED_CREDENTIAL_FIELDS } from './egress-credentials.service';
 export { EGRESS_PROVIDER_TYPES, EgressConnection, EgressCredential, EgressCredentialGateway, EgressGateway, EgressProvider } from './egress.entities';
 export { toEgressCredentialResponse, toEgressProviderResponse } from './egress.mappers';

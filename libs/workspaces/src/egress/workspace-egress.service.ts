@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import { EgressConnection, EgressConnections, egressEnvironment, EgressReservation, EgressReservationRequest } from '@ws/egress';
+import { EgressConfigError, EgressConnection, EgressConnections, egressEnvironment, EgressReservation, EgressReservationRequest, egressSidecarFiles, EgressSidecarFiles } from '@ws/egress';
 import { PermanentFailure } from '@ws/queue';
 
 /** Thrown inside the check's transaction to roll its trial reservation back. */
@@ -42,17 +42,45 @@ export class WorkspaceEgress {
     return this.connections.reserve(tx, request);
   }
 
+  /** The workspace's connection back to its credential, in a transaction of its own (idempotent). */
+  async release(workspaceId: string): Promise<void> {
+    await this.db.transaction((tx) => this.connections.release(tx, workspaceId));
+  }
+
   /**
-   * The container's egress variables (empty without egress). A workspace launched with a gateway whose
-   * connection is gone (its credential or gateway deleted since) cannot start as asked: a permanent failure.
+   * The container's egress variables (empty without egress; never a secret of a provider that runs in a sidecar).
+   * A workspace launched with a gateway whose connection is gone (its credential or gateway deleted since) cannot
+   * start as asked: a permanent failure.
    */
   async environmentOf(workspace: { id: string; launchOptions: { egressGatewayId?: string } }): Promise<Record<string, string>> {
-    if (!workspace.launchOptions.egressGatewayId) return {};
+    const reservation = await this.reservationOf(workspace);
+    return reservation ? egressEnvironment(reservation) : {};
+  }
+
+  /**
+   * The egress sidecar of the workspace (docs/decisions/egress.md, "Egress for real"): its files (the credential's
+   * secret among them) and the gateway's name for messages; null without egress or for a provider type that does not
+   * run in a sidecar yet. A gateway config that cannot make a tunnel is a permanent failure naming the gateway.
+   */
+  async sidecarOf(workspace: { id: string; launchOptions: { egressGatewayId?: string } }): Promise<(EgressSidecarFiles & { gatewayName: string }) | null> {
+    const reservation = await this.reservationOf(workspace);
+    if (!reservation) return null;
+    try {
+      const sidecar = egressSidecarFiles(reservation);
+      return sidecar && { ...sidecar, gatewayName: reservation.gateway.name };
+    } catch (err) {
+      if (err instanceof EgressConfigError) throw new PermanentFailure(err.message);
+      throw err;
+    }
+  }
+
+  private async reservationOf(workspace: { id: string; launchOptions: { egressGatewayId?: string } }): Promise<EgressReservation | null> {
+    if (!workspace.launchOptions.egressGatewayId) return null;
     const connection = await this.db.getRepository(EgressConnection).findOne({
       where: { workspaceId: workspace.id }, relations: { credential: { provider: true }, gateway: true },
     });
     if (!connection?.credential?.provider) throw new PermanentFailure('The egress credential of this workspace was deleted before it started');
     if (!connection.gateway) throw new PermanentFailure('The egress gateway of this workspace was deleted before it started');
-    return egressEnvironment({ credential: connection.credential, gateway: connection.gateway, provider: connection.credential.provider });
+    return { credential: connection.credential, gateway: connection.gateway, provider: connection.credential.provider };
   }
 }

@@ -7,6 +7,7 @@ import { PermanentFailure } from '@ws/queue';
 import { Workspace } from '../workspace.entity';
 import { runStartCommands } from '../live/launch-commands';
 import { ProfileStoreError, WorkspaceProfiles } from '../profiles/workspace-profiles.service';
+import { EgressSidecars } from '../egress/egress-sidecars';
 import { WorkspaceEgress } from '../egress/workspace-egress.service';
 import { HostedProvisionStrategy, ProvisionAttempt, ProvisionStrategyProvider, ProvisionTarget } from './provision-strategy';
 import { WorkspaceContainers } from './workspace-containers';
@@ -29,6 +30,7 @@ export class ContainerStrategy implements HostedProvisionStrategy {
     private readonly profiles: WorkspaceProfiles,
     private readonly egress: WorkspaceEgress,
     private readonly containers: WorkspaceContainers,
+    private readonly sidecars: EgressSidecars,
   ) {}
 
   handles(workspace: Workspace): boolean {
@@ -41,9 +43,15 @@ export class ContainerStrategy implements HostedProvisionStrategy {
 
   async provision(workspace: Workspace, target: ProvisionTarget, attempt: ProvisionAttempt): Promise<void> {
     const { image, host } = target;
-    const spec = await this.containerSpecOf(workspace, target);
+    let spec = await this.containerSpecOf(workspace, target);
+    // A gateway whose provider runs in a sidecar: the sidecar first (tunnel up, kill switch, the published ports);
+    // the workspace container then joins its network namespace.
+    const egress = await this.egress.sidecarOf(workspace);
+    const sidecar = egress && (await this.sidecars.start(workspace, host, spec, egress, attempt.signal));
+    if (sidecar) spec = { ...spec, networkContainer: sidecar.id };
     // Before the desktop starts: the persistent profile (Reset, or load the saved one).
-    const state = await this.containers.start(workspace, target, spec, (containerId) => this.profiles.prepare(workspace, image, host, containerId), attempt.signal);
+    let state = await this.containers.start(workspace, target, spec, (containerId) => this.profiles.prepare(workspace, image, host, containerId), attempt.signal);
+    if (sidecar) state = { ...state, ip: sidecar.ip, hostPorts: sidecar.hostPorts };
     await this.containers.waitForDesktop(workspace, target, state, spec, attempt.signal);
     // The image's exec_config (launch-commands.ts; never throws), in the user's own container only.
     if (await this.containers.markRunning(workspace, target, state, attempt.signal)) await runStartCommands({ hosts: this.hosts, workspaces: this.workspaces }, workspace);

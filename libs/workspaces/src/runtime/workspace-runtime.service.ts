@@ -1,11 +1,12 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, IsNull, LessThan, Not, Repository } from 'typeorm';
-import { containerNameFor, DockerHosts, LABELS } from '@ws/agent';
+import { containerNameFor, DockerHost, DockerHosts, egressSidecarNameFor, LABELS } from '@ws/agent';
 import { AppConfig } from '@ws/common';
 import { jobId, JobProducer, PermanentFailure } from '@ws/queue';
 import { Server } from '@ws/servers';
 import { LIVE_STATUSES, Workspace } from '../workspace.entity';
+import { WorkspaceEgress } from '../egress/workspace-egress.service';
 import { WorkspaceLifecycle } from '../lifecycle/workspace-lifecycle.service';
 import { WorkspaceTeardown } from '../lifecycle/workspace-teardown.service';
 import { WorkspaceProfiles } from '../profiles/workspace-profiles.service';
@@ -39,6 +40,7 @@ export class WorkspaceRuntime {
     private readonly config: AppConfig,
     private readonly profiles: WorkspaceProfiles,
     private readonly strategies: ProvisionStrategies,
+    private readonly egress: WorkspaceEgress,
   ) {}
 
   /**
@@ -69,7 +71,7 @@ export class WorkspaceRuntime {
     try {
       await strategy.provision(workspace, { image, server, host }, attempt);
     } catch (err) {
-      return this.afterFailedAttempt(workspace, err, attempt, strategy.isPermanent(err), () => host.remove(containerNameFor(workspace.id)));
+      return this.afterFailedAttempt(workspace, err, attempt, strategy.isPermanent(err), () => removeByName(host, workspace.id));
     }
   }
 
@@ -94,7 +96,7 @@ export class WorkspaceRuntime {
     const workspace = await this.workspaces.findOne({ where: { id: workspaceId }, relations: { server: true } });
     if (!workspace || workspace.status !== 'starting') return;
     await this.fail(workspace, reason);
-    if (workspace.server) await this.hosts.get(workspace.server).remove(containerNameFor(workspace.id));
+    if (workspace.server) await removeByName(this.hosts.get(workspace.server), workspace.id);
   }
 
   async destroy(workspaceId: string): Promise<void> {
@@ -107,7 +109,7 @@ export class WorkspaceRuntime {
       // Integration rule 5: removal is reported only after the profile's upload is confirmed (or refused).
       note = await this.profiles.saveBeforeRemoval(workspace, workspace.image, host);
       if (workspace.containerId) await host.remove(workspace.containerId);
-      await host.remove(containerNameFor(workspace.id));
+      await removeByName(host, workspace.id);
     }
     await this.lifecycle.destroyed(workspace.id, note);
   }
@@ -162,7 +164,17 @@ export class WorkspaceRuntime {
     await this.lifecycle.progress(workspace.id, percent, message);
   }
 
+  /**
+   * The launch failed for good: the workspace fails and its egress connection goes back (a failed workspace uses none;
+   * its destroy releases again, idempotently). After the failure's own transaction: nothing can revive a failed row.
+   */
   private async fail(workspace: Workspace, message: string): Promise<void> {
-    await this.lifecycle.fail(workspace.id, 'starting', `Could not start the workspace: ${message}`);
+    if (await this.lifecycle.fail(workspace.id, 'starting', `Could not start the workspace: ${message}`)) await this.egress.release(workspace.id);
   }
+}
+
+/** The workspace's container, then its egress sidecar (whose network namespace the container joined), by name. */
+async function removeByName(host: DockerHost, workspaceId: string): Promise<void> {
+  await host.remove(containerNameFor(workspaceId));
+  await host.remove(egressSidecarNameFor(workspaceId));
 }
