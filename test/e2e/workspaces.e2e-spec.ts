@@ -179,6 +179,27 @@ describe('workspace lifecycle on a real Docker engine', () => {
     expect(env.body.error_message).toBe('environment may not set VNC_PASSWORD; it is set by the service');
   });
 
+  it('client_language takes BCP 47 tags and client_timezone IANA zone names; anything else is a 400 naming the field', async () => {
+    for (const [field, value] of [['client_language', 'english'], ['client_language', 'en-US;id'], ['client_timezone', 'Nowhere/Atlantis'], ['client_timezone', '../etc/passwd']]) {
+      const refused = await api.call('request_workspace', key, { user_id: userId, image_id: imageId, [field]: value });
+      expect([field, value, refused.status]).toEqual([field, value, 400]);
+      expect(refused.body.error_message).toContain(field);
+    }
+    const requested = await api.call('request_workspace', key, { user_id: userId, image_id: imageId, client_language: 'zh-Hant-TW', client_timezone: 'America/Argentina/Buenos_Aires' });
+    expect(requested.status).toBe(200);
+    const w = (await running(requested.body.workspace_id)).body.workspace;
+    const env = (await localDocker().docker.getContainer(w.container_id).inspect()).Config.Env as string[];
+    expect(env).toEqual(expect.arrayContaining(['LANG=zh_TW.UTF-8', 'TZ=America/Argentina/Buenos_Aires']));
+    await api.call('destroy_workspace', key, { workspace_id: requested.body.workspace_id, user_id: userId });
+    await gone(requested.body.workspace_id);
+    for (const [language, timezone] of [['es-419', 'EST5EDT'], ['sr-Latn-RS', 'Asia/Calcutta']]) {
+      const accepted = await api.call('request_workspace', key, { user_id: userId, image_id: imageId, client_language: language, client_timezone: timezone });
+      expect([language, timezone, accepted.status]).toEqual([language, timezone, 200]);
+      await api.call('destroy_workspace', key, { workspace_id: accepted.body.workspace_id, user_id: userId });
+      await gone(accepted.body.workspace_id);
+    }
+  });
+
   it('destroy_workspace and keepalive refuse unknown ids', async () => {
     const res = await api.call('destroy_workspace', key, { workspace_id: 'nope', user_id: userId });
     expect(res.status).toBe(400);

@@ -168,15 +168,21 @@ describe('localeFromLanguage', () => {
     ['en', 'en_US.UTF-8'],
     ['ja', 'ja_JP.UTF-8'],
     ['fil-PH', 'fil_PH.UTF-8'],
+    ['EN-US', 'en_US.UTF-8'],
+    ['es-419', 'es_ES.UTF-8'],
+    ['zh-Hant-TW', 'zh_TW.UTF-8'],
+    ['zh-Hant', 'zh_TW.UTF-8'],
+    ['zh-Hans', 'zh_CN.UTF-8'],
+    ['sr-Latn-RS', 'sr_RS.UTF-8'],
   ])('%s → %s', (lang, locale) => expect(localeFromLanguage(lang)).toBe(locale));
 
-  it.each(['EN-US', 'english', 'en-USA', 'en-US.UTF-8', 'e', '', 'en US', 'en-US;rm -rf /'])('ignores %j', (lang) => expect(localeFromLanguage(lang)).toBeNull());
+  it.each(['english', 'en-USA', 'en-US.UTF-8', 'e', '', 'en US', 'en-US;rm -rf /', 'x'.repeat(36)])('ignores %j', (lang) => expect(localeFromLanguage(lang)).toBeNull());
   it('ignores non-strings', () => expect(localeFromLanguage(null)).toBeNull());
 });
 
 describe('validTimezone', () => {
-  it.each(['UTC', 'Europe/Berlin', 'America/Argentina/Buenos_Aires', 'Etc/GMT+5', 'Etc/GMT-14', 'America/Port-au-Prince'])('accepts %s', (tz) => expect(validTimezone(tz)).toBe(tz));
-  it.each(['', '../etc/passwd', 'Europe/Berlin;id', 'Europe//Berlin', '/UTC', 'Europe/Berlin ', 'A'.repeat(65), 'Europe/../../x'])('ignores %j', (tz) => expect(validTimezone(tz)).toBeNull());
+  it.each(['UTC', 'Europe/Berlin', 'America/Argentina/Buenos_Aires', 'Etc/GMT+5', 'Etc/GMT-14', 'America/Port-au-Prince', 'EST5EDT', 'GMT0', 'Asia/Calcutta', 'Europe/Kyiv'])('accepts %s', (tz) => expect(validTimezone(tz)).toBe(tz));
+  it.each(['', '../etc/passwd', 'Europe/Berlin;id', 'Europe//Berlin', '/UTC', 'Europe/Berlin ', 'A'.repeat(65), 'Europe/../../x', 'Nowhere/Atlantis', 'Europe/Berlin/x'])('ignores %j', (tz) => expect(validTimezone(tz)).toBeNull());
 });
 
 describe('buildContainerSpec: image launch settings', () => {

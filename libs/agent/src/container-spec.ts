@@ -1,4 +1,5 @@
 import type { WorkspaceContainerSpec } from './docker-host';
+import { isKnownTimeZone, parseLanguageTag } from '@ws/common';
 import { InvalidContainerSpecError } from './errors';
 import { effectiveCpuAllocation, parseRunConfig, parseVolumeMappings } from './launch-settings';
 import { LABELS } from './labels';
@@ -9,8 +10,6 @@ export const RESERVED_ENV = ['VNC_PASSWORD', 'X_RES', 'Y_RES', 'VNC_PORT', 'AUDI
 
 export const DEFAULT_VNC_PORT = '5900/tcp';
 
-const LANGUAGE = /^[a-z]{2,3}([-_][A-Za-z]{2})?$/;
-const TIMEZONE = /^[A-Za-z]+(?:[/_+-][A-Za-z0-9_+-]+)*$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const PORT_VALUE = /^(\d{1,5})(?:\/(tcp|udp|sctp))?$/i;
 const PORT_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
@@ -83,18 +82,19 @@ export interface BuildContainerSpecInput {
   noNewPrivileges?: boolean;
 }
 
-/** "en-US" / "en_us" / "de" → "en_US.UTF-8" / "en_US.UTF-8" / "de_DE.UTF-8"; null when not a language tag. */
+/** A BCP 47 tag as a POSIX locale: "en-US", "en_us", "de", "es-419", "zh-Hant" → en_US, en_US, de_DE, es_ES, zh_TW (.UTF-8); null when not a tag. */
 export function localeFromLanguage(language: string | null | undefined): string | null {
-  if (typeof language !== 'string' || !LANGUAGE.test(language)) return null;
-  const [lang, region] = language.split(/[-_]/);
-  const r = region ? region.toUpperCase() : DEFAULT_REGION[lang] ?? lang.toUpperCase();
-  return `${lang}_${r}.UTF-8`;
+  const tag = parseLanguageTag(language);
+  if (!tag) return null;
+  const { language: lang, script, region } = tag;
+  // A POSIX locale names a country: a UN M.49 area (es-419) or no region takes the language's usual one.
+  const country = region && /^[A-Z]{2}$/.test(region) ? region : (lang === 'zh' && script === 'Hant' ? 'TW' : DEFAULT_REGION[lang] ?? lang.toUpperCase());
+  return `${lang}_${country}.UTF-8`;
 }
 
-/** The zone when it looks like an IANA name ("Europe/Berlin", "UTC", "Etc/GMT+5"), else null. */
+/** The zone when the time zone database knows it ("Europe/Berlin", "UTC", "Etc/GMT+5", "EST5EDT"), else null. */
 export function validTimezone(tz: string | null | undefined): string | null {
-  if (typeof tz !== 'string' || tz.length === 0 || tz.length > 64 || !TIMEZONE.test(tz)) return null;
-  return tz;
+  return isKnownTimeZone(tz) ? tz : null;
 }
 
 function validUrl(url: string | null | undefined): string | null {

@@ -6,3 +6,5 @@ export { ApiError, ErrorCode, httpStatusFor } from './errors';
 export { newId, parseId, randomSecret, sha256, toWireId } from './ids';
 export { addSeconds, formatTimestamp } from './timestamps';
 export { MAX_JSON_DEPTH, Settable, apiValidationPipe, findJsonProblem, unstorableTextReason } from './validation';
+export { isKnownTimeZone, parseLanguageTag } from './locale';
+export type { LanguageTag } from './locale';

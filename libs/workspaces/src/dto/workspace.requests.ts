@@ -2,10 +2,19 @@ import { Type } from 'class-transformer';
 import {
   IsBoolean, IsIn, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, Matches, Max, MaxLength, Min, registerDecorator, ValidateNested, ValidationArguments,
 } from 'class-validator';
-import { Settable } from '@ws/common';
+import { isKnownTimeZone, parseLanguageTag, Settable } from '@ws/common';
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const RESERVED_ENV = new Set(['VNC_PASSWORD', 'X_RES', 'Y_RES', 'VNC_PORT', 'WORKSPACE_URL', 'LANG', 'TZ']);
+
+/** A value the check accepts (a truthy answer); the message says what it must be. */
+function Satisfies(check: (value: unknown) => unknown, mustBe: string) {
+  return (object: object, propertyName: string) =>
+    registerDecorator({
+      name: 'satisfies', target: object.constructor, propertyName,
+      validator: { validate: (value: unknown) => Boolean(check(value)), defaultMessage: (args: ValidationArguments) => `${args.property} ${mustBe}` },
+    });
+}
 
 /** An object of environment variables: names [A-Za-z_][A-Za-z0-9_]*, string values, bounded in count and size. */
 export function IsEnvironment(maxEntries = 100, maxValueBytes = 32 * 1024) {
@@ -45,8 +54,8 @@ export class RequestWorkspaceRequest {
   @IsOptional() @IsString() @MaxLength(8192) @Matches(/^https?:\/\/\S+$/, { message: 'workspace_url must be an http(s) url' }) workspace_url?: string;
   @IsOptional() @IsEnvironment() environment?: Record<string, string>;
   @IsOptional() @IsObject() connection_info?: Record<string, unknown>;
-  @IsOptional() @IsString() @Matches(/^[a-z]{2,3}([-_][A-Za-z]{2})?$/, { message: 'client_language must look like en-US' }) client_language?: string;
-  @IsOptional() @IsString() @MaxLength(64) @Matches(/^[A-Za-z]+(?:[/_+-][A-Za-z0-9_+-]+)*$/, { message: 'client_timezone must look like Europe/Berlin' }) client_timezone?: string;
+  @IsOptional() @IsString() @Satisfies(parseLanguageTag, 'must be a BCP 47 language tag such as en-US, es-419 or zh-Hant-TW') client_language?: string;
+  @IsOptional() @IsString() @Satisfies(isKnownTimeZone, 'must be an IANA time zone name such as Europe/Berlin') client_timezone?: string;
   @IsOptional() @IsString() @IsNotEmpty() egress_gateway_id?: string;
   @IsOptional() @IsIn(['Enabled', 'Disabled', 'Reset']) persistent_profile_mode?: 'Enabled' | 'Disabled' | 'Reset';
   @IsOptional() @IsIn(['GUAC', 'RDP_CLIENT']) rdp_client_type?: 'GUAC' | 'RDP_CLIENT';
