@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DiscoveryService, Reflector } from '@nestjs/core';
+import { markedProviders } from '../marked-providers';
 import { LAUNCH_STEP_KEY, LaunchStep } from './launch-step';
 
 /** Every module's launch steps (@LaunchStepProvider), in their order; read once, on the first launch. */
@@ -13,11 +14,7 @@ export class LaunchSteps {
   ) {}
 
   list(): readonly LaunchStep[] {
-    this.found ??= orderedSteps(
-      this.discovery.getProviders()
-        .filter((wrapper) => wrapper.metatype && wrapper.instance && this.reflector.get<boolean>(LAUNCH_STEP_KEY, wrapper.metatype))
-        .map((wrapper) => wrapper.instance as LaunchStep),
-    );
+    this.found ??= orderedSteps(markedProviders<LaunchStep>(this.discovery, this.reflector, LAUNCH_STEP_KEY));
     return this.found;
   }
 }

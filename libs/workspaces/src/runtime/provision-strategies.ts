@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DiscoveryService, Reflector } from '@nestjs/core';
 import { PermanentFailure } from '@ws/queue';
 import { toWireId } from '@ws/common';
+import { markedProviders } from '../marked-providers';
 import type { Workspace } from '../workspace.entity';
 import { PROVISION_STRATEGY_KEY, ProvisionStrategy } from './provision-strategy';
 
@@ -16,11 +17,7 @@ export class ProvisionStrategies {
   ) {}
 
   list(): readonly ProvisionStrategy[] {
-    this.found ??= [...new Set(
-      this.discovery.getProviders()
-        .filter((wrapper) => wrapper.metatype && wrapper.instance && this.reflector.get<boolean>(PROVISION_STRATEGY_KEY, wrapper.metatype))
-        .map((wrapper) => wrapper.instance as ProvisionStrategy),
-    )];
+    this.found ??= markedProviders<ProvisionStrategy>(this.discovery, this.reflector, PROVISION_STRATEGY_KEY);
     return this.found;
   }
 
