@@ -1,24 +1,12 @@
-import { Readable } from 'node:stream';
 import { DataSource } from 'typeorm';
 import { ImagesService, ServerImagesService } from '@ws/images';
 import { ZonesService } from '@ws/zones';
 import { closeContext } from '../../apps/cli/src/context';
-import { runCli as cli } from './cli-runner';
+import { runCli as cli, runCliWithStdin as cliWithStdin } from './cli-runner';
 import { TestApi, TestKey } from './harness';
 
 const CREDENTIALS_KEY = 'e2e-server-credentials-key-0123456789';
 const PASSWORD = 'vnc-Secret-4711';
-
-/** Runs the CLI with `input` as its stdin (what an operator pipes into --password-stdin). */
-async function cliWithStdin(input: string, ...args: string[]): Promise<string> {
-  const original = Object.getOwnPropertyDescriptor(process, 'stdin') as PropertyDescriptor;
-  Object.defineProperty(process, 'stdin', { value: Readable.from([Buffer.from(input)]), configurable: true });
-  try {
-    return await cli(...args);
-  } finally {
-    Object.defineProperty(process, 'stdin', original);
-  }
-}
 
 /**
  * Server images (issue 14): `image add-server` stores the target with its password encrypted under
