@@ -35,6 +35,8 @@ export interface EgressTestGateway {
   canaryAddress: string;
   /** A client key pair admitted with this tunnel address (10.99.0.n/32); the private key is the credential's. */
   addPeer(n: number): Promise<{ privateKey: string; publicKey: string; address: string }>;
+  /** Puts a file of `bytes` at GET /blob on the outside host and the canary (the egress benchmark's download). */
+  serveBlob(bytes: number): Promise<void>;
   /** Stops the gateway container (the tunnel goes down for good). */
   stop(): Promise<void>;
   /** Removes every container and network it made. */
@@ -65,6 +67,11 @@ iptables -t nat -A POSTROUTING -s ${TUNNEL_NET}.0/24 ! -o wg0 -j MASQUERADE
 wg pubkey < /run/wg.key > /run/wg.pub
 touch /run/ready
 wait`;
+
+/** A shell command (for the workspace) that GETs /blob of `address` (serveBlob) and prints the bytes received and the milliseconds taken. */
+export function downloadBlobCommand(address: string, timeoutSeconds = 120): string {
+  return `s=$(date +%s%N); timeout ${timeoutSeconds} bash -c 'exec 3<>/dev/tcp/${address}/${HTTP_PORT}; printf "GET /blob HTTP/1.0\\r\\n\\r\\n" >&3; cat <&3' | wc -c; echo $(( ($(date +%s%N) - s) / 1000000 ))`;
+}
 
 /** A shell command (for the workspace) that GETs /cgi-bin/ip of `address` within 5 s and prints the answer's last line. */
 export function fetchAddressCommand(address: string): string {
@@ -130,6 +137,12 @@ export async function startEgressGateway(): Promise<EgressTestGateway> {
         const added = await host.exec(gateway, { cmd: `wg set wg0 peer ${peerPublicKey} allowed-ips ${address}`, user: 'root' });
         if (added.exitCode !== 0) throw new Error(`wg set peer: ${added.stderr}`);
         return { privateKey, publicKey: peerPublicKey, address };
+      },
+      serveBlob: async (bytes: number) => {
+        for (const id of [outside, canary]) {
+          const made = await host.exec(id, { cmd: `head -c ${Math.floor(bytes)} /dev/urandom > /tmp/www/blob`, user: 'root' });
+          if (made.exitCode !== 0) throw new Error(`blob: ${made.stderr}`);
+        }
       },
       stop: async () => {
         await engine.getContainer(gateway).stop({ t: 0 }).catch(() => undefined);

@@ -123,13 +123,10 @@ export class CastLaunch {
     const madeForVisit = loggedIn ? null : await this.anonymousUser(config);
     const user = loggedIn ?? (madeForVisit as User);
     try {
-      const answer = await this.launcher.request({
-        user_id: toWireId(user.id), image_id: toWireId(config.imageId), enable_sharing: config.enableSharing,
-        workspace_url: (config.dynamicWorkspaceUrl ? body.workspace_url : undefined) ?? config.workspaceUrl ?? undefined,
-      }, {
-        ...(config.enforceClientSettings ? { clientSettingsOverride: enforcedSettings(config) } : {}),
-        ...(body.container_network !== undefined ? { containerNetwork: body.container_network } : {}),
-        user,
+      const answer = await this.launcher.launch({
+        user, imageId: toWireId(config.imageId), enableSharing: config.enableSharing, environment: {},
+        workspaceUrl: (config.dynamicWorkspaceUrl ? body.workspace_url : undefined) ?? config.workspaceUrl ?? undefined,
+        clientSettingsOverride: config.enforceClientSettings ? enforcedSettings(config) : {}, containerNetwork: body.container_network,
       });
       return this.answer(config, { workspaceId: answer.workspace_id, userId: answer.user_id, jwt: answer.session_token, resumed: false });
     } catch (err) {

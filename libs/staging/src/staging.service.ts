@@ -9,9 +9,10 @@ import { JobProducer } from '@ws/queue';
 import { Server } from '@ws/servers';
 import type { User } from '@ws/users';
 import {
-  bindSessionToken, countReadyStaged, LaunchCommands, LaunchRecorder, pickReadyStaged, RequestWorkspaceRequest, unassignedStaged, WorkspaceLifecycle,
+  bindSessionToken, countReadyStaged, LaunchCommands, LaunchRecorder, pickReadyStaged, unassignedStaged, WorkspaceLifecycle,
   WorkspaceTeardown,
 } from '@ws/workspaces';
+import type { LaunchRequest } from '@ws/workspaces';
 import { Zone } from '@ws/zones';
 import type { NewStagingConfig, StagingConfigChanges } from './dto/staging.requests';
 import { canServeFromStaging, MATCHING_CONFIGS_SQL, mountsPerUser, pickParameters } from './staging-queries';
@@ -23,7 +24,7 @@ export interface StagedClaimInput {
   user: User;
   image: Image;
   settings: EffectiveGroupSettings;
-  request: RequestWorkspaceRequest;
+  request: LaunchRequest;
 }
 
 /** A staged workspace now the user's: running, with a session token minted for it. */
@@ -112,8 +113,8 @@ export class StagingService {
       if (!picked) return null;
       const at = new Date();
       const assigned = await this.lifecycle.assign(picked.id, {
-        userId: user.id, sharingEnabled: request.enable_sharing ?? false, startDate: at, keepaliveDate: at, expirationDate: addSeconds(at, settings.keepaliveExpiration),
-        launchOptions: { clientLanguage: request.client_language, clientTimezone: request.client_timezone, workspaceUrl: request.workspace_url }, operationalMessage: 'Running',
+        userId: user.id, sharingEnabled: request.enableSharing, startDate: at, keepaliveDate: at, expirationDate: addSeconds(at, settings.keepaliveExpiration),
+        launchOptions: { clientLanguage: request.clientLanguage, clientTimezone: request.clientTimezone, workspaceUrl: request.workspaceUrl }, operationalMessage: 'Running',
       }, tx);
       return assigned ? picked : null;
     });
@@ -124,7 +125,7 @@ export class StagingService {
       // The image's go command, now that the desktop has its user; a browser image gets the request's page as
       // WORKSPACE_URL here (its container started before the request). Not awaited: the answer is `running`
       // already, and a failing command shows in operational_message.
-      void this.launchCommands.runGoCommand(claimed.id, image.isBrowser && request.workspace_url ? { WORKSPACE_URL: request.workspace_url } : {});
+      void this.launchCommands.runGoCommand(claimed.id, image.isBrowser && request.workspaceUrl ? { WORKSPACE_URL: request.workspaceUrl } : {});
       return { workspaceId: claimed.id, shareId: claimed.shareId, jwt: issued.jwt };
     } catch (err) {
       // Assigned but no link could be made: it is the user's now, so it goes rather than back to the pool.

@@ -19,7 +19,7 @@ export { WorkspaceAccess } from './reads/workspace-access.service';
 export type { StreamStanding, WorkspaceGrant } from './reads/workspace-access.service';
 export { WorkspaceLaunch } from './launch/workspace-launch.service';
 export { LaunchRecorder } from './launch/launch-recorder.service';
-export type { IssuedLaunch, LaunchAnswer, LaunchFacts, LaunchInputs, ResolvedLaunch } from './launch/launch-context';
+export type { IssuedLaunch, LaunchAnswer, LaunchRequest, ResolvedLaunch } from './launch/launch-context';
 export { LaunchOrder, LaunchStepProvider } from './launch/launch-step';
 export type { LaunchStep, ReservedRowFields } from './launch/launch-step';
 export { WorkspaceLifecycle } from './lifecycle/workspace-lifecycle.service';
