@@ -1,3 +1,4 @@
+import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { parseId } from '@ws/common';
 import { ImagesService } from '@ws/images';
@@ -70,6 +71,20 @@ describe('Idempotency-Key', () => {
     // A later retry replays it too.
     const later = await withKey('request_workspace', admin, 'launch-1', body);
     expect(later.body.workspace_id).toBe([...ids][0]);
+  });
+
+  it('every api replica sees the keys: concurrent requests on two replicas make one user', async () => {
+    const replica = await api.replica();
+    try {
+      const body = { ...admin, target_user: { username: 'idem-replicas' } };
+      const on = (server: unknown) => request(server as Parameters<typeof request>[0]).post('/api/public/create_user').set('content-type', 'application/json').set('Idempotency-Key', 'replicas-1').send(body);
+      const answers = await Promise.all([on(api.app.getHttpServer()), on(replica.getHttpServer()), on(api.app.getHttpServer()), on(replica.getHttpServer())]);
+      expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200]);
+      expect(new Set(answers.map((a) => a.text)).size).toBe(1);
+      expect(await usersNamed('idem-replicas')).toBe(1);
+    } finally {
+      await replica.close();
+    }
   });
 
   it('keys are scoped to the API key: another key with the same Idempotency-Key runs its own request', async () => {
