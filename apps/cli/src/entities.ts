@@ -1,4 +1,4 @@
-import { ApiKey } from '@ws/auth';
+import { ApiKey, IdempotencyKey } from '@ws/auth';
 import { CastConfig } from '@ws/casting';
 import { EgressConnection, EgressCredential, EgressCredentialGateway, EgressGateway, EgressProvider } from '@ws/egress';
 import { Group, UserGroup } from '@ws/groups';
@@ -18,6 +18,6 @@ import { Zone } from '@ws/zones';
  * typeorm CLI reads ./data-source) and benchmarks. The running apps load each area's own (its module's forFeature).
  */
 export const ALL_ENTITIES = [
-  ApiKey, Setting, User, UserAttributes, SessionToken, LoginLink, Group, UserGroup, Zone, Server, Image, ImageAttribute, ServerTargetRecord, Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, StagingConfig, CastConfig, SessionRecording, PersistentProfile, License,
+  ApiKey, IdempotencyKey, Setting, User, UserAttributes, SessionToken, LoginLink, Group, UserGroup, Zone, Server, Image, ImageAttribute, ServerTargetRecord, Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, StagingConfig, CastConfig, SessionRecording, PersistentProfile, License,
   EgressProvider, EgressGateway, EgressCredential, EgressCredentialGateway, EgressConnection,
 ];

@@ -65,6 +65,11 @@ export class AppConfig {
    * once through its insert notice; 0 remembers nothing.
    */
   @Transform(toInt) @IsInt() @Min(0) @Max(3600) AUTH_UNKNOWN_KEY_CACHE_SECONDS = 10;
+  /**
+   * How long a request waits for the first request with the same Idempotency-Key to answer before it is answered
+   * 409 "in progress" (then retried by the client).
+   */
+  @Transform(toInt) @IsInt() @Min(0) @Max(60_000) IDEMPOTENCY_WAIT_MS = 10_000;
 
   /**
    * Security options that weaken the workspace sandbox which images' run_config may still use (comma-separated;

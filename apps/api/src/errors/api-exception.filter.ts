@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { ApiError, dependencyOutage, ErrorCode, httpStatusFor, RETRY_AFTER_SECONDS } from '@ws/common';
+import { ReplayedAnswer } from './replayed-answer';
 
 interface ErrorBody {
   status: number;
@@ -22,6 +23,7 @@ const logger = new Logger('Errors');
 
 /** Every failure leaves as `{error_message}` with the status of its code; an unexpected one gets an error_id, never a stack. */
 export function describeError(error: unknown): ErrorBody {
+  if (error instanceof ReplayedAnswer) return { status: error.status, body: error.body };
   if (error instanceof ApiError) {
     return { status: httpStatusFor(error.code), body: { error_message: error.message, ...error.details }, retryAfterSeconds: error.retryAfterSeconds };
   }

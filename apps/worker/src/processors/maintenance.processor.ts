@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { IdempotencyKeys } from '@ws/auth';
 import { JobHandler } from '@ws/queue';
 import { LoginLinksService, SessionTokensService } from '@ws/users';
 import { AnonymousUsers, WorkspaceRuntime } from '@ws/workspaces';
@@ -10,6 +11,7 @@ export class MaintenanceProcessor {
     private readonly loginLinks: LoginLinksService,
     private readonly runtime: WorkspaceRuntime,
     private readonly anonymousUsers: AnonymousUsers,
+    private readonly idempotencyKeys: IdempotencyKeys,
   ) {}
 
   @JobHandler('maintenance.purge-expired-credentials')
@@ -29,5 +31,10 @@ export class MaintenanceProcessor {
   @JobHandler('maintenance.reconcile-containers')
   reconcileContainers() {
     return this.runtime.reconcile();
+  }
+
+  @JobHandler('maintenance.expire-idempotency-keys')
+  async expireIdempotencyKeys() {
+    return { removed: await this.idempotencyKeys.expire() };
   }
 }
