@@ -12,6 +12,7 @@ import { CastingModule } from '@ws/casting';
 import { LicensingModule } from '@ws/licensing';
 import { RecordingsModule } from '@ws/recordings';
 import { UsersModule } from '@ws/users';
+import { ImagesModule } from '@ws/images';
 import { WorkspacesModule } from '@ws/workspaces';
 import { ZonesModule } from '@ws/zones';
 import { EgressModule } from '@ws/egress';
@@ -43,7 +44,7 @@ export class AppModule {
   static forRoot(overrides: Partial<AppConfig> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, WorkspacesModule, ServerSessionsModule, ZonesModule, ServersModule, GatewayModule, StagingModule, CastingModule, StorageApiModule, RecordingsModule, LicensingModule, EgressModule, FilesModule],
+      imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, ImagesModule, WorkspacesModule, ServerSessionsModule, ZonesModule, ServersModule, GatewayModule, StagingModule, CastingModule, StorageApiModule, RecordingsModule, LicensingModule, EgressModule, FilesModule],
       controllers: [UsersController, GroupsController, SessionTokensController, WorkspacesController, WorkspaceStreamsController, ImagesController, RecordingsController, StagingController, CastingController, LicensingController, EgressController, ClientLoginController, ClientSessionController, ClientConnectController, ClientCastController, WorkspaceFilesController, HealthController],
       providers: [
         { provide: APP_GUARD, useClass: OperationGuard },

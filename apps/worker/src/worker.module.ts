@@ -9,6 +9,7 @@ import { RecordingsModule } from '@ws/recordings';
 import { ServerSessionsModule } from '@ws/server-sessions';
 import { SettingsModule } from '@ws/settings';
 import { StagingModule } from '@ws/staging';
+import { UsersModule } from '@ws/users';
 import { WorkspaceEventLog, WorkspaceEventRelay, WorkspacesModule } from '@ws/workspaces';
 import { MaintenanceProcessor } from './processors/maintenance.processor';
 import { RecordingsProcessor } from './processors/recordings.processor';
@@ -21,7 +22,7 @@ export class WorkerModule {
   static forRoot(overrides: Partial<AppConfig> = {}): DynamicModule {
     return {
       module: WorkerModule,
-      imports: [ConfigModule.forRoot(overrides), DiscoveryModule, DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule, ServerSessionsModule, StagingModule, RecordingsModule, LicensingModule],
+      imports: [ConfigModule.forRoot(overrides), DiscoveryModule, DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, WorkspacesModule, ServerSessionsModule, StagingModule, RecordingsModule, LicensingModule],
       providers: [QueueWorkers, WorkspacesProcessor, MaintenanceProcessor, StagingProcessor, WorkspaceEventRelay, WorkspaceEventsProcessor, WorkspaceEventLog, RecordingsProcessor],
     };
   }
