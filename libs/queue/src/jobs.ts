@@ -28,6 +28,8 @@ export interface JobPayloads {
   'maintenance.prune-workspace-events': Record<string, never>;
   /** Deletes recordings older than the retention setting; re-enqueues conversions whose job was lost. */
   'maintenance.expire-recordings': Record<string, never>;
+  /** Deletes finished webhook messages and delivery attempts past their retention. */
+  'maintenance.prune-webhooks': Record<string, never>;
 }
 export type JobName = keyof JobPayloads;
 
@@ -59,6 +61,7 @@ export const JOBS: { [J in JobName]: JobPolicy } = {
   'maintenance.reconcile-containers': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 60_000 },
   'maintenance.prune-workspace-events': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 60 * 60_000 },
   'maintenance.expire-recordings': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 10 * 60_000 },
+  'maintenance.prune-webhooks': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 60 * 60_000 },
 };
 
 /** Which queue each job runs on. */
