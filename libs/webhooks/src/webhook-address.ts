@@ -1,4 +1,4 @@
-import { AddressKind, TargetAddressPolicy, TargetCheck } from '@ws/images';
+import { TargetAddressPolicy, TargetCheck } from '@ws/images';
 
 /** What the flag lifts: loopback, link-local and private ranges (metadata and the like stay refused: TargetAddressPolicy's NEVER). */
 const LIFTED = '127.0.0.0/8,::1/128,169.254.0.0/16,fe80::/10';
@@ -13,7 +13,7 @@ export function webhookAddressPolicy(allowPrivate: boolean): TargetAddressPolicy
     { SERVER_TARGETS_ALLOW_PRIVATE: allowPrivate, SERVER_TARGETS_ALLOW: allowPrivate ? LIFTED : '' },
     {
       subject: 'webhook receiver',
-      allowance: (kind: AddressKind) => `the operator allows ${kind === 'public' ? 'it' : 'loopback, link-local and private receivers'} with WEBHOOK_ALLOW_PRIVATE_ADDRESSES=true`,
+      allowance: () => 'the operator allows loopback, link-local and private receivers with WEBHOOK_ALLOW_PRIVATE_ADDRESSES=true',
     },
   );
 }
