@@ -229,6 +229,26 @@ describe('webhooks (issue 22, point 5)', () => {
     });
   });
 
+  describe('staging', () => {
+    it('staging.pool_filled once when a pool reaches num_sessions', async () => {
+      const image = await api.app.get(ImagesService).upsert({
+        name: desktopImage(), friendlyName: 'Webhook desktop', cores: 1, memory: 384 * 1024 ** 2, xRes: 800, yRes: 600, portMap: { vnc: '5900/tcp' },
+      });
+      const zone = (await api.call('get_zones', admin)).body.zones.find((z: { zone_name: string }) => z.zone_name === 'default');
+      const hook = await create('/staging', ['staging.pool_filled', 'workspace.running']);
+      const res = await api.call('create_staging_config', admin, {
+        target_staging_config: { zone_id: zone.zone_id, image_id: image.id.replace(/-/g, ''), num_sessions: 2, expiration: 1 },
+      });
+      expect(res.status).toBe(200);
+      const configId = res.body.staging_config.staging_config_id as string;
+      const filled = await waitFor('staging.pool_filled', async () => receiver.on('/staging').find((d) => d.json.type === 'staging.pool_filled'), 120_000);
+      expect(verify(hook.secret, filled)).toMatchObject({ data: { staging_config_id: configId, num_sessions: 2, ready: 2 } });
+      await waitFor('both staged workspaces running', async () => (new Set(receiver.on('/staging').filter((d) => d.json.type === 'workspace.running').map((d) => d.id)).size >= 2 ? true : undefined));
+      expect(new Set(receiver.on('/staging').filter((d) => d.json.type === 'staging.pool_filled').map((d) => d.id)).size).toBe(1);
+      expect((await api.call('delete_staging_config', admin, { target_staging_config: { staging_config_id: configId } })).status).toBe(200);
+    });
+  });
+
   describe('receiver addresses', () => {
     it('refuses loopback, private and link-local receivers by default, at creation', async () => {
       const strict = await TestApi.start({});
