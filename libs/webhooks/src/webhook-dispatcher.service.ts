@@ -14,6 +14,8 @@ import { cancelPending } from './webhooks.service';
 export const WEBHOOK_MESSAGE_CHANNEL = 'webhook_message';
 /** Messages one endpoint's run sends before it hands the endpoint back (the next wake continues). */
 const MAX_MESSAGES_PER_RUN = 200;
+/** Ordering keys (workspaces, users…) one endpoint gets deliveries of at once: their messages go out in parallel. */
+const KEYS_IN_FLIGHT = 8;
 /** Longest wait between two looks at the queue, whatever the timers say (a lost notice, another worker's lease). */
 const MAX_IDLE_MS = 5000;
 const MIN_IDLE_MS = 100;
@@ -193,10 +195,10 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnModuleDestro
     }, Math.max(200, Math.floor(this.leaseMs / 3)));
     let sent = 0;
     try {
-      for (let n = 0; n < MAX_MESSAGES_PER_RUN && !this.stopped && !lost; n++) {
-        const outcome = await this.sendNext(webhookId);
-        if (outcome !== 'delivered') break;
-        sent++;
+      for (let n = 0; sent < MAX_MESSAGES_PER_RUN && n < MAX_MESSAGES_PER_RUN && !this.stopped && !lost; n++) {
+        const outcomes = await this.sendNext(webhookId);
+        sent += outcomes.filter((o) => o === 'delivered').length;
+        if (outcomes.length === 0 || outcomes.some((o) => o !== 'delivered')) break;
       }
     } catch (err) {
       this.logger.warn(`webhook ${webhookId}: ${(err as Error).message}`);
@@ -209,20 +211,22 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnModuleDestro
     }
   }
 
-  private async sendNext(webhookId: string): Promise<'delivered' | 'idle' | 'failed'> {
+  /**
+   * The next due message of each of up to KEYS_IN_FLIGHT ordering keys, sent at once (each is the oldest pending of
+   * its key, so order per key holds); answers their outcomes (none: nothing due).
+   */
+  private async sendNext(webhookId: string): Promise<Array<'delivered' | 'failed'>> {
     const [endpoint] = (await this.db.query(
       `SELECT id, url, enabled, secret, previous_secret, previous_secret_until > now() AS previous_valid FROM webhooks WHERE id = $1`,
       [webhookId],
     )) as EndpointRow[];
-    if (!endpoint?.enabled) return 'idle';
-    const [message] = (await this.db.query(
+    if (!endpoint?.enabled) return [];
+    const messages = (await this.db.query(
       `SELECT m.id, m.event_type, m.body, m.attempts, m.created_at FROM webhook_messages m
-        WHERE m.webhook_id = $1 AND m.next_attempt_at <= now() AND ${HEAD_OF_KEY} ORDER BY m.id LIMIT 1`,
-      [webhookId],
+        WHERE m.webhook_id = $1 AND m.next_attempt_at <= now() AND ${HEAD_OF_KEY} ORDER BY m.id LIMIT $2`,
+      [webhookId, KEYS_IN_FLIGHT],
     )) as MessageRow[];
-    if (!message) return 'idle';
-    const result = await this.attempt(endpoint, message);
-    return this.record(endpoint, message, result);
+    return Promise.all(messages.map(async (message) => this.record(endpoint, message, await this.attempt(endpoint, message))));
   }
 
   /** One signed POST to the endpoint, to the address its name resolved to, if that address is allowed. */
