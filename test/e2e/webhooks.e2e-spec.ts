@@ -1,4 +1,4 @@
-import { createServer, IncomingMessage, Server } from 'node:http';
+import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { ImagesService } from '@ws/images';
@@ -24,6 +24,7 @@ interface Delivery {
 class Receiver {
   readonly received: Delivery[] = [];
   readonly answers = new Map<string, number[]>();
+  readonly held: ServerResponse[] = [];
   private server!: Server;
   base = '';
 
@@ -39,7 +40,9 @@ class Receiver {
           signature: String(req.headers['webhook-signature']), body, json: JSON.parse(body),
         });
         const status = this.answers.get(path)?.shift() ?? 204;
-        res.writeHead(status).end();
+        // 0: never answer (a hung receiver); the sender's own timeout ends it.
+        if (status === 0) this.held.push(res);
+        else res.writeHead(status).end();
       });
     });
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
@@ -51,6 +54,7 @@ class Receiver {
   }
 
   close(): Promise<void> {
+    for (const res of this.held) res.destroy();
     return new Promise((resolve) => this.server.close(() => resolve()));
   }
 }
@@ -185,6 +189,17 @@ describe('webhooks (issue 22, point 5)', () => {
       expect(() => verify('whsec_' + Buffer.alloc(24, 7).toString('base64'), d)).toThrow();
     });
 
+    it('a hung receiver holds up no other endpoint', async () => {
+      await create('/hung', ['user.created']);
+      await create('/fast', ['user.created']);
+      receiver.answers.set('/hung', [0]);
+      const userId = await newUser('hung');
+      await waitFor('the hung receiver asked', async () => (receiver.on('/hung').some((d) => d.json.data.user_id === userId) ? true : undefined));
+      await waitFor('the other endpoint served', async () => (receiver.on('/fast').some((d) => d.json.data.user_id === userId) ? true : undefined));
+      // The first request to /hung is still unanswered while /fast got its delivery.
+      expect(receiver.held.some((res) => !res.writableEnded && !res.destroyed)).toBe(true);
+    });
+
     it('each workspace event arrives once, in commit order per workspace, across a worker SIGKILL', async () => {
       await registerLocalServer(api);
       const image = await api.app.get(ImagesService).upsert({
@@ -221,6 +236,10 @@ describe('webhooks (issue 22, point 5)', () => {
         expect(seen[1].json.data).toMatchObject({ operational_status: 'running', operational_message: 'Running' });
         expect(seen[3].json.data).toMatchObject({ operational_status: 'deleted', user_id: users[i] });
         expect(Date.parse(seen[0].json.timestamp)).not.toBeNaN();
+        // One message per event: repeats (at least once) carry the first one's webhook-id and body.
+        const all = receiver.on('/all').filter((d) => d.json.data.workspace_id === workspaceId);
+        expect(new Set(all.map((d) => d.id)).size).toBe(expected.length);
+        for (const d of all) expect(d.body).toBe(seen.find((x) => x.id === d.id)?.body);
       }
       // The users' own events came through the same endpoint (no filter).
       for (const userId of users) {
