@@ -6,7 +6,7 @@
  */
 const INFRASTRUCTURE = ['common', 'database', 'queue', 'agent', 'stream', 'storage', 'settings'];
 const IDENTITY = ['users', 'groups', 'images', 'servers', 'zones', 'licensing', 'egress', 'auth'];
-const FEATURES = ['workspaces', 'staging', 'casting', 'recordings', 'files', 'profiles', 'server-sessions'];
+const FEATURES = ['workspaces', 'staging', 'casting', 'recordings', 'files', 'profiles', 'server-sessions', 'webhooks'];
 
 const libs = (names) => `^libs/(${names.join('|')})/`;
 

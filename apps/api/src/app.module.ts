@@ -37,15 +37,17 @@ import { WorkspaceFilesController } from './client/workspace-files.controller';
 import { FilesModule } from '@ws/files';
 import { UsersController } from './public-api/users.controller';
 import { WorkspaceStreamsController } from './public-api/workspace-streams.controller';
+import { WebhooksController } from './public-api/webhooks.controller';
 import { WorkspacesController } from './public-api/workspaces.controller';
+import { WebhooksModule } from '@ws/webhooks';
 
 @Module({})
 export class AppModule {
   static forRoot(overrides: Partial<AppConfig> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, ImagesModule, WorkspacesModule, ServerSessionsModule, ZonesModule, ServersModule, GatewayModule, StagingModule, CastingModule, StorageApiModule, RecordingsModule, LicensingModule, EgressModule, FilesModule],
-      controllers: [UsersController, GroupsController, SessionTokensController, WorkspacesController, WorkspaceStreamsController, ImagesController, RecordingsController, StagingController, CastingController, LicensingController, EgressController, ClientLoginController, ClientSessionController, ClientConnectController, ClientCastController, WorkspaceFilesController, HealthController],
+      imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, ImagesModule, WorkspacesModule, ServerSessionsModule, ZonesModule, ServersModule, GatewayModule, StagingModule, CastingModule, StorageApiModule, RecordingsModule, LicensingModule, EgressModule, FilesModule, WebhooksModule],
+      controllers: [UsersController, GroupsController, SessionTokensController, WorkspacesController, WorkspaceStreamsController, ImagesController, RecordingsController, StagingController, CastingController, LicensingController, EgressController, WebhooksController, ClientLoginController, ClientSessionController, ClientConnectController, ClientCastController, WorkspaceFilesController, HealthController],
       providers: [
         { provide: APP_GUARD, useClass: OperationGuard },
         { provide: APP_FILTER, useClass: ApiExceptionFilter },

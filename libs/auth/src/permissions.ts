@@ -28,6 +28,7 @@ export const PERMISSION_TABLE = {
   'Egress Providers': CRUD,
   'Egress Gateways': CRUD,
   'Egress Credentials': CRUD,
+  Webhooks: ['View', 'Modify'],
   Banners: CRUD,
   'Directory User Management': CRUD,
   Auth: CRUD,

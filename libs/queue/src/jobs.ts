@@ -30,6 +30,8 @@ export interface JobPayloads {
   'maintenance.expire-recordings': Record<string, never>;
   /** Removes Idempotency-Keys older than 24 hours (@ws/auth IdempotencyKeys.expire). */
   'maintenance.expire-idempotency-keys': Record<string, never>;
+  /** Deletes finished webhook messages and delivery attempts past their retention. */
+  'maintenance.prune-webhooks': Record<string, never>;
 }
 export type JobName = keyof JobPayloads;
 
@@ -63,6 +65,7 @@ export const JOBS: { [J in JobName]: JobPolicy } = {
   'maintenance.expire-recordings': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 10 * 60_000 },
   // Keys past 24 hours are no longer replayed whether or not this has run (a new request takes the row over).
   'maintenance.expire-idempotency-keys': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 10 * 60_000 },
+  'maintenance.prune-webhooks': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 60 * 60_000 },
 };
 
 /** Which queue each job runs on. */

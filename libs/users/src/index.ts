@@ -11,3 +11,5 @@ export { toSessionTokenResponse, toUserAttributesResponse, toUserDetailResponse,
 export type { UserWorkspaceSummary } from './user.mappers';
 export { UsersModule } from './users.module';
 export { UsersService } from './users.service';
+export { USER_EVENT_TYPES, UserEvent, appendUserEvent, lastUserEventId, pruneUserEvents, userEventsAfter } from './user-events';
+export type { UserEventMessage, UserEventType } from './user-events';

@@ -10,6 +10,7 @@ import { rawQuery } from '@ws/database';
 import type { AttributeChanges, NewUserFields, UserChanges } from './dto/user.requests';
 import type { GroupSummary } from './user.mappers';
 import { UserAttributes } from './user-attributes.entity';
+import { appendUserEvent } from './user-events';
 import { User } from './user.entity';
 
 const BCRYPT_COST = 10;
@@ -40,6 +41,7 @@ export class UsersService {
         await tx.insert(UserAttributes, { id: newId(), userId: user.id, defaultImageId: null, autoLoginWorkspace: null, sshPublicKey: null });
         const allUsers = await this.groups.system('all_users', tx);
         await tx.insert(UserGroup, { userId: user.id, groupId: allUsers.id });
+        if (!user.anonymous) await appendUserEvent(tx, user.id, 'created', { username: user.username });
       });
     } catch (err) {
       throw duplicateUsername(err, fields.username);
@@ -127,7 +129,12 @@ export class UsersService {
     }
     if (Object.keys(patch).length > 0) {
       try {
-        await this.users.update({ id: user.id }, patch);
+        await this.db.transaction(async (tx) => {
+          await tx.update(User, { id: user.id }, patch);
+          // The wire names of what changed (never the password itself).
+          const changed = Object.keys(changes).filter((name) => name !== 'user_id' && (changes as unknown as Record<string, unknown>)[name] !== undefined);
+          if (!user.anonymous) await appendUserEvent(tx, user.id, 'updated', { username: patch.username ?? user.username, changed });
+        });
       } catch (err) {
         throw duplicateUsername(err, changes.username ?? user.username);
       }
@@ -172,8 +179,13 @@ export class UsersService {
    * database refuses a user who still owns a live workspace (trigger, SQLSTATE WSL01): the workspaces library
    * ends those first (UserDeletion) and reads that refusal.
    */
-  async remove(id: string, manager: EntityManager = this.db.manager): Promise<void> {
-    await manager.delete(User, { id });
+  async remove(id: string, manager?: EntityManager): Promise<void> {
+    const run = async (tx: EntityManager) => {
+      const [rows] = (await tx.query('DELETE FROM users WHERE id = $1 RETURNING username, anonymous', [id])) as [Array<{ username: string; anonymous: boolean }>, number];
+      const [gone] = rows;
+      if (gone && !gone.anonymous) await appendUserEvent(tx, id, 'deleted', { username: gone.username });
+    };
+    await (manager ? run(manager) : this.db.transaction(run));
   }
 
   /** Deletes those of these users that are anonymous (never a named one); answers how many went. */

@@ -2,10 +2,11 @@
 export { agentFailure } from './runtime/agent-failure';
 export { AnonymousUsers } from './lifecycle/anonymous-users.service';
 export { ExecCommandRequest, JoinWorkspaceRequest, OwnedWorkspaceRef, RequestWorkspaceRequest, ScreenshotRequest, WorkspaceClientRequest, WorkspaceRef, WorkspaceStatusRequest } from './dto/workspace.requests';
-export { appendWorkspaceEvents } from './lifecycle/events/outbox';
+export { appendWorkspaceEvents, stagedReadyAfter, stagingConfigOf } from './lifecycle/events/outbox';
 export { WorkspaceEventLog } from './lifecycle/events/workspace-event-log.subscriber';
 export { WorkspaceEventRelay } from './lifecycle/events/workspace-event-relay.service';
 export { OnWorkspaceEvent } from './lifecycle/events/workspace-event-subscriber';
+export { WORKSPACE_EVENT_TYPES } from './lifecycle/events/workspace-event-types';
 export type { WorkspaceEventMessage, WorkspaceEventType } from './lifecycle/events/workspace-event-types';
 export { WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery } from './lifecycle/events/workspace-event.entity';
 export { FIRST_LAUNCH_MARKER, LaunchCommands } from './live/launch-commands';
