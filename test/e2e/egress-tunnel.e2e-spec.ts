@@ -3,7 +3,8 @@
  * (wireguard-go in user space, the kill switch) and its container joins the sidecar's network namespace. Against a
  * real gateway of the test's own (egress-gateway.ts): the workspace reaches the outside host through the tunnel and is
  * seen there with the gateway's address; one without a gateway does not reach it; the tunnelled one reaches nothing
- * directly, and nothing at all once the gateway is stopped; the secret is not in the desktop's environment; a gateway
+ * directly, and nothing at all once the gateway is stopped, while its status says the tunnel is down (until the gateway
+ * is started again); the secret is not in the desktop's environment (nor in clear in PostgreSQL); a gateway
  * whose key does not match fails the launch with a message naming it; destroy removes the sidecar.
  */
 import Docker from 'dockerode';
@@ -129,10 +130,38 @@ describe('egress through a real WireGuard gateway (key_pair_tunnel)', () => {
       ((await engine.listContainers({ all: true, filters: { label: [`workspace-server.workspace-id=${parseId(refused)}`] } })).length === 0 ? true : undefined), 30_000, 200);
   });
 
-  it('with the gateway stopped, the tunnelled workspace reaches nothing (kill switch); destroy removes its sidecar', async () => {
+  it('with the gateway stopped, the tunnelled workspace reaches nothing (kill switch) and its status says the tunnel is down; started again, the note clears', async () => {
+    const statusOf = async () => {
+      const res = await api.call('get_workspace_status', admin, { workspace_id: tunnelled, user_id: userId });
+      expect(res.status).toBe(200);
+      return res.body.workspace as { operational_status: string; operational_message: string };
+    };
+    // Healthy first (Docker's health check of the sidecar reads its status file).
+    await waitFor('the sidecar healthy', async () =>
+      ((await engine.getContainer(egressSidecarNameFor(parseId(tunnelled) as string)).inspect()).State.Health?.Status === 'healthy' ? true : undefined), 60_000, 250);
     await gw.stop();
     expect(await run(tunnelled, fetchAddressCommand(gw.outsideAddress))).toBe('');
     expect(await run(tunnelled, fetchAddressCommand(gw.canaryAddress))).toBe('');
+    // WireGuard calls a session dead 180 s after its last handshake; then the health check (5 s, twice) and the
+    // worker's pass (every 10 s) follow.
+    const down = await waitFor('the tunnel-down note', async () => {
+      const w = await statusOf();
+      return /egress tunnel to the gateway wg-exit is down/.test(w.operational_message) ? w : undefined;
+    }, 260_000, 1000);
+    expect(down.operational_status).toBe('running');
+    const [listed] = (await api.call('get_workspaces', admin)).body.workspaces.filter((w: { workspace_id: string }) => w.workspace_id === tunnelled);
+    expect(listed.operational_message).toMatch(/egress tunnel to the gateway wg-exit is down/);
+
+    await gw.start();
+    const back = await waitFor('the tunnel-down note cleared', async () => {
+      const w = await statusOf();
+      return /tunnel/.test(w.operational_message) ? undefined : w;
+    }, 150_000, 1000);
+    expect(back).toEqual(expect.objectContaining({ operational_status: 'running', operational_message: 'Running' }));
+    expect(await run(tunnelled, fetchAddressCommand(gw.outsideAddress))).toContain(gw.exitAddress);
+  }, 480_000);
+
+  it('destroy removes the sidecar', async () => {
     expect((await api.call('destroy_workspace', admin, { workspace_id: tunnelled, user_id: userId })).status).toBe(200);
     await waitFor('the workspace deleted', async () => ((await row(tunnelled)).status === 'deleted' ? true : undefined), 60_000, 100);
     const left = await engine.listContainers({ all: true, filters: { label: [`workspace-server.workspace-id=${parseId(tunnelled)}`] } });

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { JobHandler } from '@ws/queue';
 import { LoginLinksService, SessionTokensService } from '@ws/users';
-import { AnonymousUsers, WorkspaceRuntime } from '@ws/workspaces';
+import { AnonymousUsers, EgressTunnelHealth, WorkspaceRuntime } from '@ws/workspaces';
 
 @Injectable()
 export class MaintenanceProcessor {
@@ -10,6 +10,7 @@ export class MaintenanceProcessor {
     private readonly loginLinks: LoginLinksService,
     private readonly runtime: WorkspaceRuntime,
     private readonly anonymousUsers: AnonymousUsers,
+    private readonly egressTunnels: EgressTunnelHealth,
   ) {}
 
   @JobHandler('maintenance.purge-expired-credentials')
@@ -29,5 +30,10 @@ export class MaintenanceProcessor {
   @JobHandler('maintenance.reconcile-containers')
   reconcileContainers() {
     return this.runtime.reconcile();
+  }
+
+  @JobHandler('maintenance.check-egress-tunnels')
+  checkEgressTunnels() {
+    return this.egressTunnels.check();
   }
 }
