@@ -37,8 +37,10 @@ export interface EgressTestGateway {
   addPeer(n: number): Promise<{ privateKey: string; publicKey: string; address: string }>;
   /** Puts a file of `bytes` at GET /blob on the outside host and the canary (the egress benchmark's download). */
   serveBlob(bytes: number): Promise<void>;
-  /** Stops the gateway container (the tunnel goes down for good). */
+  /** Stops the gateway container (the tunnel goes down until `start`). */
   stop(): Promise<void>;
+  /** Starts the stopped gateway again, with its key and peers. */
+  start(): Promise<void>;
   /** Removes every container and network it made. */
   close(): Promise<void>;
 }
@@ -55,12 +57,15 @@ if [ -n "\${ALLOW:-}" ]; then
 fi
 exec busybox httpd -f -p ${HTTP_PORT} -h /tmp/www`;
 
+// Started again (start()), it keeps its key and its peers (/run/peers: "public-key address" lines).
 const GATEWAY = `set -e
 umask 077
-wg genkey > /run/wg.key
+rm -f /run/ready
+[ -s /run/wg.key ] || wg genkey > /run/wg.key
 WG_PROCESS_FOREGROUND=1 wireguard-go wg0 &
 for _ in $(seq 100); do [ -e /sys/class/net/wg0 ] && break; sleep 0.1; done
 wg set wg0 listen-port ${WG_PORT} private-key /run/wg.key
+if [ -f /run/peers ]; then while read -r key address; do wg set wg0 peer "$key" allowed-ips "$address"; done < /run/peers; fi
 ip address add ${TUNNEL_NET}.1/24 dev wg0
 ip link set wg0 up
 iptables -t nat -A POSTROUTING -s ${TUNNEL_NET}.0/24 ! -o wg0 -j MASQUERADE
@@ -134,7 +139,7 @@ export async function startEgressGateway(): Promise<EgressTestGateway> {
         const keys = await host.exec(gateway, { cmd: 'k=$(wg genkey); echo "$k"; echo "$k" | wg pubkey', user: 'root' });
         const [privateKey, peerPublicKey] = keys.stdout.trim().split('\n');
         const address = `${TUNNEL_NET}.${n}/32`;
-        const added = await host.exec(gateway, { cmd: `wg set wg0 peer ${peerPublicKey} allowed-ips ${address}`, user: 'root' });
+        const added = await host.exec(gateway, { cmd: `wg set wg0 peer ${peerPublicKey} allowed-ips ${address} && echo '${peerPublicKey} ${address}' >> /run/peers`, user: 'root' });
         if (added.exitCode !== 0) throw new Error(`wg set peer: ${added.stderr}`);
         return { privateKey, publicKey: peerPublicKey, address };
       },
@@ -146,6 +151,10 @@ export async function startEgressGateway(): Promise<EgressTestGateway> {
       },
       stop: async () => {
         await engine.getContainer(gateway).stop({ t: 0 }).catch(() => undefined);
+      },
+      start: async () => {
+        await engine.getContainer(gateway).start();
+        await waitFor('the WireGuard gateway again', async () => (await host.exec(gateway, { cmd: 'test -e /run/ready', user: 'root' })).exitCode === 0 || undefined, 20_000, 100);
       },
       close,
     };

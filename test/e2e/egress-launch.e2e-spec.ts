@@ -17,6 +17,9 @@ import { ZonesService } from '@ws/zones';
 import { desktopImage, TestApi, TestKey, waitFor } from './harness';
 import { WorkerProcess } from './worker-processes';
 
+/** Egress secrets are stored only encrypted (issue 21): the api and the workers share this key. */
+const CREDENTIALS_KEY = 'egress-launch-e2e-key-0123456789abcdef';
+
 /** Providers, gateways and the helpers both suites use. */
 async function egressFixture(api: TestApi) {
   const catalog = api.app.get(EgressCatalog);
@@ -65,7 +68,7 @@ describe('egress at launch (no containers)', () => {
 
   beforeAll(async () => {
     // More connections than the concurrent launches, so all of them are in flight at once.
-    api = await TestApi.start({ DATABASE_POOL_SIZE: 14 });
+    api = await TestApi.start({ DATABASE_POOL_SIZE: 14, SERVER_CREDENTIALS_KEY: CREDENTIALS_KEY });
     db = api.app.get(DataSource);
     admin = await api.key(['Global Admin']);
     ({ vpn, gwA, gwB, exit } = await egressFixture(api));
@@ -189,7 +192,7 @@ describe('egress at launch on a real desktop', () => {
   const connections = async () => Number((await db.query('SELECT count(*) AS n FROM egress_connections WHERE credential_id = $1', [parseId(credentialId)]))[0].n);
 
   beforeAll(async () => {
-    api = await TestApi.start({ WORKER_LOCK_MS: 3000 }, { worker: true });
+    api = await TestApi.start({ WORKER_LOCK_MS: 3000, SERVER_CREDENTIALS_KEY: CREDENTIALS_KEY }, { worker: true });
     db = api.app.get(DataSource);
     admin = await api.key(['Global Admin']);
     ({ vpn, gwA } = await egressFixture(api));
@@ -203,6 +206,10 @@ describe('egress at launch on a real desktop', () => {
       target_egress_credential: { egress_provider_id: toWireId(vpn.id), name: 'office', username: 'alice', password: 's3cret pass', allow_all_gateways: true, user_id: userId },
     });
     credentialId = res.body.egress_credentials[0].egress_credential_id;
+    // Stored encrypted (issue 21); the container below still gets the secret in clear.
+    const [stored] = await db.query('SELECT password FROM egress_credentials WHERE id = $1', [parseId(credentialId)]);
+    expect(stored.password).toMatch(/^v1:/);
+    expect(stored.password).not.toContain('s3cret');
     redis = new Redis(api.config.REDIS_URL, { maxRetriesPerRequest: null });
     queue = new Queue(QUEUES.workspaces, { connection: redis, prefix: api.config.REDIS_PREFIX });
   });

@@ -15,7 +15,7 @@ export interface EgressReservationRequest {
   gatewayId: string;
 }
 
-/** What the container needs to join the gateway: the credential in clear, the gateway and its provider. */
+/** What the container needs to join the gateway: the credential (secrets sealed as stored from `reserve`; in clear after EgressSecrets.reveal), the gateway and its provider. */
 export interface EgressReservation {
   credential: EgressCredential;
   gateway: EgressGateway;

@@ -16,13 +16,20 @@ describe('egress mappers', () => {
   it('masks every set secret with a fixed run of asterisks and keeps null as null', () => {
     const body = toEgressCredentialResponse({ credential, provider, gateways: [gateway], activeConnections: 2 });
     expect(body).toEqual(expect.objectContaining({
-      egress_credential_id: '00000000000040008000000000000003', password: null, vpn_private_key: SECRET_MASK, mesh_key: null, custom_credential: SECRET_MASK,
+      egress_credential_id: '00000000000040008000000000000003', username: '', password: '', vpn_private_key: SECRET_MASK, mesh_key: null, custom_credential: SECRET_MASK,
+      active_connection_limit: 0,
       image_id: '00000000000040008000000000000004', user_id: null, active_connections: 2,
       egress_provider: { egress_provider_id: '00000000000040008000000000000001', name: 'wg', egress_provider_type: 'key_pair_tunnel' },
       egress_gateways: [{ name: 'gw', egress_gateway_id: '00000000000040008000000000000002' }],
     }));
     expect(JSON.stringify(body)).not.toMatch(/"private"|"opaque"/);
     expect(toEgressCredentialResponse({ credential, provider, gateways: [], activeConnections: 0 }, { showSecrets: true }).vpn_private_key).toBe('private');
+  });
+
+  it('types username and password as strings and the limit as an integer, as the contract\'s field table does', () => {
+    const set = { ...credential, username: 'ann', password: 'hunter2', limitActiveConnections: true, activeConnectionLimit: 3 } as EgressCredential;
+    const body = toEgressCredentialResponse({ credential: set, provider, gateways: [], activeConnections: 1 });
+    expect(body).toEqual(expect.objectContaining({ username: 'ann', password: SECRET_MASK, limit_active_connections: true, active_connection_limit: 3, active_connections: 1 }));
   });
 
   it('gives the container the provider and the gateway; the secrets that are set, except for a provider that runs in a sidecar', () => {

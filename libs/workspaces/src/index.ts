@@ -30,6 +30,7 @@ export type { VncEndpoint } from './live/workspace-live.service';
 export { WorkspaceProfiles } from './profiles/workspace-profiles.service';
 export { WorkspaceReads } from './reads/workspace-reads.service';
 export { WorkspaceRuntime } from './runtime/workspace-runtime.service';
+export { EgressTunnelHealth } from './egress/egress-tunnel-health';
 export { ProvisionStrategyProvider } from './runtime/provision-strategy';
 export type { HostedProvisionStrategy, HostlessProvisionStrategy, ProvisionAttempt, ProvisionStrategy, ProvisionTarget } from './runtime/provision-strategy';
 export { WorkspaceContainers } from './runtime/workspace-containers';

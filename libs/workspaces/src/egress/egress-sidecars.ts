@@ -11,6 +11,11 @@ import type { Workspace } from '../workspace.entity';
 const TUNNEL_TIMEOUT_MS = 20_000;
 const WRITE_TIMEOUT_MS = 15_000;
 const SIDECAR_MEMORY = 128 * 1024 ** 2;
+/**
+ * Docker's health check of a sidecar: /run/egress/status (written every second by the entrypoint) says `up`. Two
+ * failed checks 5 s apart make it unhealthy; the launch's own wait covers the start (start period).
+ */
+const SIDECAR_HEALTHCHECK = { cmd: ['grep', '-qx', 'up', '/run/egress/status'], intervalMs: 5_000, timeoutMs: 3_000, retries: 2, startPeriodMs: 30_000 };
 /** Marks the sidecar among the workspace's containers (both carry the workspace and deployment labels). */
 export const EGRESS_ROLE_LABEL = 'workspace-server.role';
 
@@ -59,6 +64,8 @@ export class EgressSidecars {
       labels: { ...ws.labels, [EGRESS_ROLE_LABEL]: 'egress' }, ports: ws.ports, publishHost: ws.publishHost, network: ws.network,
       user: '0', capAdd: ['NET_ADMIN'], noNewPrivileges: true, init: true, pidsLimit: 128,
       devices: [{ pathOnHost: '/dev/net/tun', pathInContainer: '/dev/net/tun', cgroupPermissions: 'rwm' }],
+      // Healthy while the sidecar's status says `up`: EgressTunnelHealth reads it with an inspect (no exec of ours).
+      healthcheck: SIDECAR_HEALTHCHECK,
       ...(ws.hostname ? { hostname: ws.hostname } : {}), ...(ws.extraHosts?.length ? { extraHosts: ws.extraHosts } : {}),
     };
   }

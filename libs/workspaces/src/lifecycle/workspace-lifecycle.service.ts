@@ -129,6 +129,18 @@ export class WorkspaceLifecycle {
   }
 
   /**
+   * The operational message of a running workspace (no state change, no event), e.g. its egress tunnel being down;
+   * with `onlyIf`, only while the message is that one (clearing a note never overwrites another). Answers whether it changed.
+   */
+  async runningNote(workspaceId: string, message: string, onlyIf?: string): Promise<boolean> {
+    const result = await this.db.getRepository(Workspace).update(
+      { id: workspaceId, status: 'running', ...(onlyIf !== undefined ? { operationalMessage: onlyIf } : {}) },
+      { operationalMessage: message },
+    );
+    return (result.affected ?? 0) > 0;
+  }
+
+  /**
    * Progress of a stopping workspace (saving its persistent profile; no state change, no event); `set` may
    * record what the removal did so far (the profile's state).
    */

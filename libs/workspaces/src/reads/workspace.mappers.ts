@@ -53,6 +53,8 @@ export function toWorkspaceResponse(w: Workspace, clientSettings: ClientSettings
     cores: w.cores,
     memory: w.memory,
     operational_status: operationalStatus(w.status),
+    // Not in the contract's table: what the status says beside its name ("Running"; an egress tunnel that is down).
+    operational_message: w.operationalMessage,
     is_persistent_profile: w.isPersistentProfile,
     persistent_profile_mode: w.persistentProfileMode,
     point_of_presence: null,
