@@ -30,10 +30,11 @@ describe('egress mappers', () => {
       EGRESS_PROVIDER_NAME: 'wg', EGRESS_GATEWAY_ID: '00000000000040008000000000000002', EGRESS_GATEWAY_NAME: 'gw',
       EGRESS_GATEWAY_ENDPOINT: '203.0.113.7:51820', EGRESS_GATEWAY_CONFIG: '{"peer_public_key":"abc="}',
     };
-    // key_pair_tunnel: the secrets reach the sidecar only (issue 21).
+    // key_pair_tunnel, username_password_vpn, custom: the secrets reach the sidecar only (issue 21).
     expect(egressEnvironment({ credential, gateway, provider })).toEqual({ EGRESS_PROVIDER_TYPE: 'key_pair_tunnel', ...common });
-    expect(egressEnvironment({ credential, gateway, provider: { ...provider, type: 'custom' } as typeof provider })).toEqual({
-      EGRESS_PROVIDER_TYPE: 'custom', ...common, EGRESS_VPN_PRIVATE_KEY: 'private', EGRESS_CUSTOM_CREDENTIAL: 'opaque',
+    expect(egressEnvironment({ credential, gateway, provider: { ...provider, type: 'custom' } as typeof provider })).toEqual({ EGRESS_PROVIDER_TYPE: 'custom', ...common });
+    expect(egressEnvironment({ credential, gateway, provider: { ...provider, type: 'mesh_network' } as typeof provider })).toEqual({
+      EGRESS_PROVIDER_TYPE: 'mesh_network', ...common, EGRESS_VPN_PRIVATE_KEY: 'private', EGRESS_CUSTOM_CREDENTIAL: 'opaque',
     });
   });
 });
