@@ -251,3 +251,68 @@ function makePki(serverName: string): { ca: string; cert: string; key: string } 
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+export interface NebulaTestGateway extends Omit<EgressTestGateway, 'publicKey' | 'addPeer'> {
+  /** The mesh's CA certificate (config `ca`). */
+  ca: string;
+  /** The gateway node's mesh address (config `exit_node`). */
+  exitNode: string;
+  /** A node certificate + private key signed by the mesh's CA for mesh address 10.97.0.n/24 (a credential's mesh_key). */
+  addNode(n: number): Promise<{ meshKey: string; cert: string; key: string }>;
+}
+
+const NEBULA_PORT = 4242;
+const NEBULA_NET = '10.97.0';
+const NEBULA_GATEWAY = `set -e
+umask 077
+mkdir -p /etc/mesh && cd /etc/mesh
+nebula-cert ca -name e2e-mesh -duration 48h
+nebula-cert sign -name exit -ip ${NEBULA_NET}.1/24 -subnets 0.0.0.0/0 -out-crt exit.crt -out-key exit.key
+cat > exit.yml <<YML
+pki: {ca: /etc/mesh/ca.crt, cert: /etc/mesh/exit.crt, key: /etc/mesh/exit.key}
+static_host_map: {}
+lighthouse: {am_lighthouse: true}
+listen: {host: 0.0.0.0, port: ${NEBULA_PORT}}
+tun: {dev: nebula1}
+logging: {level: info}
+firewall:
+  outbound: [{port: any, proto: any, host: any}]
+  inbound: [{port: any, proto: any, host: any}]
+YML
+iptables -t nat -A POSTROUTING -s ${NEBULA_NET}.0/24 ! -o nebula1 -j MASQUERADE
+exec nebula -config exit.yml`;
+
+/**
+ * A real Nebula gateway (Debian's nebula 1.6 as lighthouse and exit node, certificate subnets 0.0.0.0/0) on the same
+ * kind of site: the mesh's CA and the nodes' certificates are made inside it with `nebula-cert`.
+ */
+export async function startNebulaGateway(): Promise<NebulaTestGateway> {
+  const site = await openSite();
+  const { host, engine } = site;
+  try {
+    await site.open();
+    const gateway = await site.run('ws-e2e-egress-nebula', site.networkName, NEBULA_GATEWAY, { tun: true, forward: true, also: site.outsideName });
+    await site.ready('the Nebula gateway', gateway, 'ip link show nebula1');
+    const ca = (await host.exec(gateway, { cmd: 'cat /etc/mesh/ca.crt', user: 'root' })).stdout;
+    const addresses = await site.webServers(gateway);
+    const endpoint = `${await site.addressOn(gateway, site.networkName)}:${NEBULA_PORT}`;
+    return {
+      networkName: site.networkName, endpoint, ca, exitNode: `${NEBULA_NET}.1`, tunnelAddress: `${NEBULA_NET}.1`, ...addresses,
+      addNode: async (n: number) => {
+        const made = await host.exec(gateway, {
+          cmd: `cd /etc/mesh && nebula-cert sign -name node-${n} -ip ${NEBULA_NET}.${n}/24 -out-crt node-${n}.crt -out-key node-${n}.key && cat node-${n}.crt && cat node-${n}.key`, user: 'root',
+        });
+        if (made.exitCode !== 0) throw new Error(`nebula-cert sign: ${made.stderr}`);
+        const [cert, key] = made.stdout.split(/(?=-----BEGIN NEBULA X25519)/);
+        return { meshKey: made.stdout, cert, key };
+      },
+      stop: async () => {
+        await engine.getContainer(gateway).stop({ t: 0 }).catch(() => undefined);
+      },
+      close: site.close,
+    };
+  } catch (err) {
+    await site.close();
+    throw err;
+  }
+}

@@ -6,13 +6,13 @@ const KEY = 'yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=';
 const PEER = 'xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=';
 const CA = '-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUQ2Fh\nZmFrZQ==\n-----END CERTIFICATE-----';
 const TLS = `-----BEGIN OpenVPN Static key V1-----\n${'0123456789abcdef'.repeat(2)}\n-----END OpenVPN Static key V1-----`;
-type Fields = { type?: string; endpoint?: string; key?: string | null; username?: string | null; password?: string | null; custom?: string | null };
+type Fields = { type?: string; endpoint?: string; key?: string | null; username?: string | null; password?: string | null; custom?: string | null; mesh?: string | null };
 const reservation = (config: unknown, fields: Fields = {}) => ({
   provider: { type: fields.type ?? 'key_pair_tunnel', name: 'wg' },
   gateway: { id: '0f8fad5b-d9cb-469f-a165-70867728950e', name: 'exit-1', endpoint: fields.endpoint ?? 'vpn.example.com:51820', config },
   credential: {
     vpnPrivateKey: fields.key === undefined ? KEY : fields.key, username: fields.username ?? null, password: fields.password ?? null,
-    meshKey: null, customCredential: fields.custom ?? null,
+    meshKey: fields.mesh ?? null, customCredential: fields.custom ?? null,
   },
 });
 const SECRETS = ['EGRESS_PASSWORD', 'EGRESS_VPN_PRIVATE_KEY', 'EGRESS_MESH_KEY', 'EGRESS_CUSTOM_CREDENTIAL'];
@@ -30,7 +30,7 @@ describe('egressSidecarFiles (key_pair_tunnel)', () => {
   });
 
   it('is null for a provider type that has no sidecar', () => {
-    expect(egressSidecarFiles(reservation({}, { type: 'mesh_network' }))).toBeNull();
+    expect(egressSidecarFiles(reservation({}, { type: 'carrier_pigeon' }))).toBeNull();
   });
 
   it('refuses what cannot make a tunnel (or could inject lines), naming the gateway', () => {
@@ -88,6 +88,43 @@ describe('egressSidecarFiles (username_password_vpn)', () => {
   });
 });
 
+describe('egressSidecarFiles (mesh_network)', () => {
+  const NCA = '-----BEGIN NEBULA CERTIFICATE-----\nCjMKAW0owZGo2AYwwfis5wY6IPVqi0t+oxphe0DsjHLd4AMQgdaWCDPrxoEZiXpW\n-----END NEBULA CERTIFICATE-----\n';
+  const NCERT = '-----BEGIN NEBULA CERTIFICATE-----\nCl4KAW4SCYKAhFCA/v//DyjBkajYBjDA+KznBjogcJzPLgHgc0HXreMBdKIi9DSN\n-----END NEBULA CERTIFICATE-----\n';
+  const NKEY = '-----BEGIN NEBULA X25519 PRIVATE KEY-----\n6XZWDs3EdmBhzGfnJfCCXGcy0+9CoATAHCcXYccSTLg=\n-----END NEBULA X25519 PRIVATE KEY-----\n';
+  const mesh = (config: unknown, fields: Fields = {}) =>
+    egressSidecarFiles(reservation(config, { type: 'mesh_network', endpoint: 'lighthouse.example.com:4242', key: null, mesh: NCERT + NKEY, ...fields }));
+
+  it('writes the Nebula config (the gateway node as lighthouse and exit), the CA, the certificate and the key (0600)', () => {
+    const out = mesh({ ca: NCA, exit_node: '10.97.0.1', dns: ['10.97.0.1'] });
+    expect(out?.files['nebula-host.key']).toEqual({ content: NKEY, mode: 0o600 });
+    expect(out?.files['nebula-host.crt']).toEqual({ content: NCERT, mode: 0o644 });
+    expect(out?.files['nebula-ca.crt']).toEqual({ content: NCA, mode: 0o644 });
+    const yml = JSON.parse(out?.files['nebula.yml'].content ?? '');
+    expect(yml.static_host_map).toEqual({ '10.97.0.1': ['lighthouse.example.com:4242'] });
+    expect(yml.lighthouse.hosts).toEqual(['10.97.0.1']);
+    expect(yml.tun.unsafe_routes).toEqual([{ route: '0.0.0.0/1', via: '10.97.0.1' }, { route: '128.0.0.0/1', via: '10.97.0.1' }]);
+    expect(yml.pki.key).toBe('/etc/egress/nebula-host.key');
+    expect(out?.files['tunnel.env'].content).toBe('ENDPOINT=lighthouse.example.com:4242\nPROTO=udp\nDEV=nebula1\nDNS=10.97.0.1\nEXIT_NODE=10.97.0.1\n');
+    for (const f of ['nebula.yml', 'nebula-host.crt', 'tunnel.env']) expect(out?.files[f].content).not.toContain('6XZWDs3E');
+    // The certificate may come with the gateway's config instead of the credential.
+    expect(mesh({ ca: NCA, exit_node: '10.97.0.1', cert: NCERT }, { mesh: NKEY })?.files['nebula-host.crt'].content).toBe(NCERT);
+  });
+
+  it('refuses key material, certificates or addresses that cannot make a tunnel (or carry anything else), naming the gateway', () => {
+    const bad = (config: unknown, fields: Fields = {}) => () => mesh(config, fields);
+    const ok = { ca: NCA, exit_node: '10.97.0.1' };
+    expect(bad(ok, { mesh: 'hunter2' })).toThrow(/exit-1: the credential's mesh_key must be a Nebula private key/);
+    expect(bad(ok, { mesh: `${NCERT}${NKEY}extra: line` })).toThrow(/mesh_key must be a Nebula private key/);
+    expect(bad(ok, { mesh: NKEY })).toThrow(/the node's Nebula certificate \(PEM\) must be in the credential's mesh_key or config.cert/);
+    expect(bad({ exit_node: '10.97.0.1' })).toThrow(/config.ca must be the mesh's Nebula CA certificate/);
+    expect(bad({ ca: `${NCA}pki: {}` , exit_node: '10.97.0.1' })).toThrow(/config.ca must be/);
+    expect(bad({ ca: NCA })).toThrow(/config.exit_node must be the gateway node's mesh address/);
+    expect(bad({ ...ok, exit_node: '10.97.0.1\nx' })).toThrow(/config.exit_node/);
+    expect(bad(ok, { endpoint: 'lighthouse' })).toThrow(/endpoint must be host:port/);
+  });
+});
+
 describe('egressSidecarFiles (custom)', () => {
   const custom = (config: unknown, fields: Fields = {}) =>
     egressSidecarFiles(reservation(config, { type: 'custom', endpoint: 'gw.example.com:443', key: null, custom: 'opaque "token"', ...fields }));
@@ -119,8 +156,8 @@ describe('egressSidecarFiles (custom)', () => {
 
 describe('egressEnvironment', () => {
   it('keeps every secret out of the workspace container\'s environment for the types that run in a sidecar', () => {
-    for (const type of ['key_pair_tunnel', 'username_password_vpn', 'custom']) {
-      const env = egressEnvironment(reservation({ public_key: PEER }, { type, username: 'alice', password: 'pw', custom: 'c' }) as never);
+    for (const type of ['key_pair_tunnel', 'username_password_vpn', 'mesh_network', 'custom']) {
+      const env = egressEnvironment(reservation({ public_key: PEER }, { type, username: 'alice', password: 'pw', custom: 'c', mesh: 'm' }) as never);
       expect(env.EGRESS_PROVIDER_TYPE).toBe(type);
       for (const secret of SECRETS) expect(env).not.toHaveProperty(secret);
     }

@@ -7,6 +7,7 @@
  */
 import { EgressConfigError, EgressSidecarFiles, EgressSidecarInput } from './egress-sidecar-common';
 import { customFiles } from './egress-sidecar-custom';
+import { nebulaFiles } from './egress-sidecar-nebula';
 import { openvpnFiles } from './egress-sidecar-openvpn';
 import { wireguardFiles } from './egress-sidecar-wireguard';
 
@@ -16,6 +17,7 @@ export type { EgressSidecarFiles };
 const BUILDERS: Record<string, (input: EgressSidecarInput) => EgressSidecarFiles> = {
   key_pair_tunnel: wireguardFiles,
   username_password_vpn: openvpnFiles,
+  mesh_network: nebulaFiles,
   custom: customFiles,
 };
 

@@ -15,6 +15,7 @@ const SIDECAR_MEMORY = 128 * 1024 ** 2;
 const TIMEOUT_REASON: Record<string, string> = {
   key_pair_tunnel: 'no handshake: the endpoint is unreachable or refused the key',
   username_password_vpn: 'the endpoint is unreachable or did not complete the TLS handshake',
+  mesh_network: 'no handshake with the exit node: the endpoint is unreachable or refused the node\'s certificate',
   custom: 'the command did not bring its interface up',
 };
 /** Marks the sidecar among the workspace's containers (both carry the workspace and deployment labels). */
