@@ -13,7 +13,7 @@ import { EgressCatalog } from '@ws/egress';
 import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
 import { ZonesService } from '@ws/zones';
-import { desktopImage, egressImage, TestApi, TestKey, waitFor } from './harness';
+import { desktopImage, egressImage, localDocker, TestApi, TestKey, waitFor } from './harness';
 import { fetchAddressCommand, NebulaTestGateway, startNebulaGateway } from './egress-gateway';
 
 describe('egress through a real Nebula gateway (mesh_network)', () => {
@@ -102,10 +102,15 @@ describe('egress through a real Nebula gateway (mesh_network)', () => {
     expect(await connections()).toBe(before);
   });
 
-  it('with the gateway stopped, the tunnelled workspace reaches nothing (kill switch); destroy removes its sidecar', async () => {
+  it('with the gateway stopped, the tunnelled workspace reaches nothing (kill switch) and its sidecar says down; destroy removes it', async () => {
     await gw.stop();
     expect(await run(tunnelled, fetchAddressCommand(gw.outsideAddress))).toBe('');
     expect(await run(tunnelled, fetchAddressCommand(gw.canaryAddress))).toBe('');
+    // Nebula's connection manager declares the tunnel dead once traffic gets no answer (its log: "Tunnel status").
+    await waitFor('the sidecar says the tunnel is down', async () => {
+      await run(tunnelled, fetchAddressCommand(gw.outsideAddress));
+      return (await localDocker().exec(egressSidecarNameFor(parseId(tunnelled) as string), { cmd: 'cat /run/egress/status', user: 'root' })).stdout.trim() === 'down' ? true : undefined;
+    }, 90_000, 500);
     expect((await api.call('destroy_workspace', admin, { workspace_id: tunnelled, user_id: userId })).status).toBe(200);
     await waitFor('the workspace deleted', async () => ((await row(tunnelled)).status === 'deleted' ? true : undefined), 60_000, 100);
     expect(await engine.listContainers({ all: true, filters: { label: [`workspace-server.workspace-id=${parseId(tunnelled)}`] } })).toEqual([]);

@@ -148,10 +148,12 @@ describe('egress through a real OpenVPN gateway (username_password_vpn) and a cu
     expect((await api.call('destroy_workspace', admin, { workspace_id: workspaceId, user_id: userId })).status).toBe(200);
   });
 
-  it('with the gateway stopped, the tunnelled workspace reaches nothing (kill switch); destroy removes its sidecar', async () => {
+  it('with the gateway stopped, the tunnelled workspace reaches nothing (kill switch) and its sidecar says down; destroy removes it', async () => {
     await gw.stop();
     expect(await run(tunnelled, fetchAddressCommand(gw.outsideAddress))).toBe('');
     expect(await run(tunnelled, fetchAddressCommand(gw.canaryAddress))).toBe('');
+    // The server's keepalive (ping-restart 10 s) ends the session: OpenVPN's down hook.
+    await waitFor('the sidecar says the tunnel is down', async () => ((await inSidecar(tunnelled, 'cat /run/egress/status')) === 'down' ? true : undefined), 60_000, 500);
     expect((await api.call('destroy_workspace', admin, { workspace_id: tunnelled, user_id: userId })).status).toBe(200);
     await waitFor('the workspace deleted', async () => ((await row(tunnelled)).status === 'deleted' ? true : undefined), 60_000, 100);
     expect(await engine.listContainers({ all: true, filters: { label: [`workspace-server.workspace-id=${parseId(tunnelled)}`] } })).toEqual([]);

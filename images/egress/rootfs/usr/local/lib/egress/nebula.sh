@@ -1,7 +1,8 @@
 # mesh_network: nebula (1.6) as nebula1, from /etc/egress/nebula.yml (built by the worker from the gateway's checked
 # config: the gateway node is the lighthouse and the exit, unsafe routes 0.0.0.0/1 + 128.0.0.0/1 through it),
-# nebula-ca.crt, nebula-host.crt and nebula-host.key (0600). Up once the handshake with the exit node completed
-# (nebula logs it); Nebula has no other status to read. Sourced by egress-sidecar.
+# nebula-ca.crt, nebula-host.crt and nebula-host.key (0600). Nebula has no status command: its log says it. Up
+# while the last word about the exit node is a completed handshake (not "Tunnel status" dead, nor a close).
+# Sourced by egress-sidecar.
 for f in nebula.yml nebula-ca.crt nebula-host.crt nebula-host.key; do [ -r "$CONF/$f" ] || fail "no $CONF/$f"; done
 EXIT_NODE=${TUNNEL[EXIT_NODE]:-}
 [ -n "$EXIT_NODE" ] || fail "tunnel.env needs EXIT_NODE"
@@ -16,7 +17,9 @@ tunnel_start() {
 
 tunnel_state() {
   kill -0 "$nebula_pid" 2>/dev/null || { echo dead; return; }
-  if grep -q "Handshake message received.*vpnIp=$EXIT_NODE\b" "$RUN/nebula.log"; then echo up; else echo down; fi
+  local last
+  last=$(grep -E 'Handshake message received|Tunnel status|Close tunnel received' "$RUN/nebula.log" | grep -E "vpnIp=${EXIT_NODE//./\\.}( |\$)" | tail -n 1)
+  case "$last" in *'Handshake message received'*) echo up ;; *) echo down ;; esac
 }
 
 tunnel_failure() {
