@@ -235,6 +235,11 @@ export async function startOpenVpnGateway(): Promise<OpenVpnTestGateway> {
   }
 }
 
+/** A CA certificate (PEM) unrelated to any test gateway: a gateway config that names the wrong CA. */
+export function strangerCa(): string {
+  return makePki('e2e-stranger').ca;
+}
+
 /** A CA and a server certificate (serverAuth, for `remote-cert-tls server`) made with this machine's openssl. */
 function makePki(serverName: string): { ca: string; cert: string; key: string } {
   const dir = mkdtempSync(join(tmpdir(), 'ws-e2e-ovpn-'));

@@ -17,7 +17,7 @@ import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
 import { ZonesService } from '@ws/zones';
 import { desktopImage, egressImage, localDocker, TestApi, TestKey, waitFor } from './harness';
-import { fetchAddressCommand, OpenVpnTestGateway, startOpenVpnGateway } from './egress-gateway';
+import { fetchAddressCommand, OpenVpnTestGateway, startOpenVpnGateway, strangerCa } from './egress-gateway';
 
 const PASSWORD = 'correct horse 42';
 const WRONG = 'wrong battery 17';
@@ -34,6 +34,8 @@ describe('egress through a real OpenVPN gateway (username_password_vpn) and a cu
   let wrongUserId: string;
   let gatewayId: string;
   let customGatewayId: string;
+  let badConfigGatewayId: string;
+  let wrongCaGatewayId: string;
   const engine = new Docker({ socketPath: '/var/run/docker.sock' });
 
   const row = async (workspaceId: string) =>
@@ -82,6 +84,8 @@ describe('egress through a real OpenVPN gateway (username_password_vpn) and a cu
     const catalog = api.app.get(EgressCatalog);
     const vpn = await catalog.createProvider('corp-ovpn', 'username_password_vpn');
     gatewayId = toWireId((await catalog.createGateway('corp-ovpn', { name: 'ovpn-exit', endpoint: gw.endpoint, config: { ca: gw.ca, verify_x509_name: gw.serverName } })).id);
+    badConfigGatewayId = toWireId((await catalog.createGateway('corp-ovpn', { name: 'ovpn-no-ca', endpoint: gw.endpoint, config: { proto: 'udp' } })).id);
+    wrongCaGatewayId = toWireId((await catalog.createGateway('corp-ovpn', { name: 'ovpn-wrong-ca', endpoint: gw.endpoint, config: { ca: strangerCa() } })).id);
     await credential({ egress_provider_id: toWireId(vpn.id), name: 'office', username: 'alice', password: PASSWORD, user_id: userId });
     await credential({ egress_provider_id: toWireId(vpn.id), name: 'typo', username: 'alice', password: WRONG, user_id: wrongUserId });
     // custom: the command keeps what it read on standard input and its environment (for the test to look at), then
@@ -133,6 +137,15 @@ describe('egress through a real OpenVPN gateway (username_password_vpn) and a cu
     expect(await connections()).toBe(before);
     await waitFor('no container left', async () =>
       ((await engine.listContainers({ all: true, filters: { label: [`workspace-server.workspace-id=${parseId(refused)}`] } })).length === 0 ? true : undefined), 30_000, 200);
+  });
+
+  it('a gateway config without a CA, or with a CA the server\'s certificate fails, fails the launch naming the gateway and the reason', async () => {
+    const before = await connections();
+    const noCa = await launch(userId, badConfigGatewayId);
+    const wrongCa = await launch(userId, wrongCaGatewayId);
+    expect(await settled(noCa)).toEqual({ status: 'failed', operational_message: expect.stringMatching(/bad configuration of the egress gateway ovpn-no-ca: config.ca is required/) });
+    expect(await settled(wrongCa)).toEqual({ status: 'failed', operational_message: expect.stringMatching(/egress gateway ovpn-wrong-ca could not start: the server's certificate does not match the gateway's CA/) });
+    expect(await connections()).toBe(before);
   });
 
   it('custom: the command gets the credential on standard input, not in its environment; the desktop has neither', async () => {

@@ -17,7 +17,13 @@ tunnel_start() {
 
 tunnel_state() {
   kill -0 "$ovpn_pid" 2>/dev/null || { echo dead; return; }
-  cat "$RUN/openvpn.state" 2>/dev/null || echo down
+  local state
+  state=$(cat "$RUN/openvpn.state" 2>/dev/null || echo down)
+  # A server whose certificate fails the gateway's CA only makes OpenVPN retry: end it, tunnel_failure says why.
+  if [ "$state" != up ] && grep -qE 'VERIFY ERROR|certificate verify failed' "$RUN/openvpn.log"; then
+    kill "$ovpn_pid" 2>/dev/null; echo dead; return
+  fi
+  echo "$state"
 }
 
 tunnel_failure() {
