@@ -10,6 +10,14 @@ bash scripts/ensure-services.sh
 docker_ok=1
 bash scripts/ensure-docker.sh || { docker_ok=0; log "WARNING: no Docker engine; the api runs, but workspaces cannot start"; }
 bash scripts/ensure-media-tools.sh || log "WARNING: no ffmpeg; session recordings are captured but not converted to video"
+# Secrets at rest (server image passwords, egress credentials, webhook signing secrets) are sealed with
+# SERVER_CREDENTIALS_KEY: without one set, a key is made once and kept in data/server-credentials.key (0600).
+if [ -z "${SERVER_CREDENTIALS_KEY:-}" ]; then
+  key_file=data/server-credentials.key
+  [ -s "$key_file" ] || { mkdir -p data; (umask 077 && node -e "process.stdout.write(require('crypto').randomBytes(32).toString('hex'))" > "$key_file"); log "made $key_file (SERVER_CREDENTIALS_KEY)"; }
+  SERVER_CREDENTIALS_KEY=$(cat "$key_file")
+  export SERVER_CREDENTIALS_KEY
+fi
 log "building"
 npm run --silent build
 node dist/libs/database/src/migrate.js
@@ -46,6 +54,8 @@ cat >&2 <<MSG
   workspace-server is running at $url   (Ctrl-C stops it)
   Make an API key:   npm run cli -- api-key create --name my-backend --permission "Global Admin" --json
   Then, e.g.:        curl -s $url/api/public/get_images -d '{"api_key":"…","api_key_secret":"…"}'
+  CLI commands that store secrets (egress credentials, server image passwords) need the same key:
+                     export SERVER_CREDENTIALS_KEY=\$(cat data/server-credentials.key)
 
 MSG
 wait -n "${pids[@]}"

@@ -46,6 +46,8 @@ export class TestApi {
       DATABASE_NAME: database, REDIS_PREFIX: `wse2e-${suffix}`, DEPLOYMENT_ID: `e2e-${suffix}`, DATABASE_POOL_SIZE: 4, LOG_LEVEL: 'warn',
       // Suites send many refused credentials from one address on purpose; auth-rate-limit.e2e-spec sets real limits.
       AUTH_FAILURES_PER_ADDRESS: 1_000_000, AUTH_FAILURES_PER_KEY: 1_000_000,
+      // As `npm start` makes one: secrets at rest (server image passwords, egress and webhook secrets) are sealed.
+      SERVER_CREDENTIALS_KEY: `e2e-credentials-key-${suffix}-0123456789abcdef`,
       ...licensing,
       ...overrides,
     };

@@ -84,8 +84,8 @@ export class EgressConnections {
 }
 
 /**
- * The environment a workspace container gets for its egress (a proposal for the launch step): the container's
- * egress script reads EGRESS_PROVIDER_TYPE and joins EGRESS_GATEWAY_ENDPOINT with the matching secret.
+ * The environment a workspace container gets for its egress: what it joined (provider, gateway). The secret of a
+ * provider type that runs in a sidecar (all four today) is the sidecar's only (egress-sidecar-config.ts).
  */
 export function egressEnvironment(reservation: EgressReservation): Record<string, string> {
   const { credential: c, gateway: g, provider: p } = reservation;

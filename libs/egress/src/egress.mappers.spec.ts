@@ -32,15 +32,14 @@ describe('egress mappers', () => {
     expect(body).toEqual(expect.objectContaining({ username: 'ann', password: SECRET_MASK, limit_active_connections: true, active_connection_limit: 3, active_connections: 1 }));
   });
 
-  it('gives the container the provider and the gateway; the secrets that are set, except for a provider that runs in a sidecar', () => {
+  it('gives the container the provider and the gateway, never a secret (every type runs in a sidecar)', () => {
     const common = {
       EGRESS_PROVIDER_NAME: 'wg', EGRESS_GATEWAY_ID: '00000000000040008000000000000002', EGRESS_GATEWAY_NAME: 'gw',
       EGRESS_GATEWAY_ENDPOINT: '203.0.113.7:51820', EGRESS_GATEWAY_CONFIG: '{"peer_public_key":"abc="}',
     };
-    // key_pair_tunnel: the secrets reach the sidecar only (issue 21).
+    // Every provider type runs in a sidecar: the secrets reach it only (issue 21).
     expect(egressEnvironment({ credential, gateway, provider })).toEqual({ EGRESS_PROVIDER_TYPE: 'key_pair_tunnel', ...common });
-    expect(egressEnvironment({ credential, gateway, provider: { ...provider, type: 'custom' } as typeof provider })).toEqual({
-      EGRESS_PROVIDER_TYPE: 'custom', ...common, EGRESS_VPN_PRIVATE_KEY: 'private', EGRESS_CUSTOM_CREDENTIAL: 'opaque',
-    });
+    expect(egressEnvironment({ credential, gateway, provider: { ...provider, type: 'custom' } as typeof provider })).toEqual({ EGRESS_PROVIDER_TYPE: 'custom', ...common });
+    expect(egressEnvironment({ credential, gateway, provider: { ...provider, type: 'mesh_network' } as typeof provider })).toEqual({ EGRESS_PROVIDER_TYPE: 'mesh_network', ...common });
   });
 });
