@@ -1,0 +1,1 @@
+export { CREATING_OPERATIONS } from './operations';
