@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { validate } from '@readme/openapi-parser';
 import { OPERATIONS } from '@ws/auth';
-import { CREATING_OPERATIONS as CLIENT_CREATING } from '@workspace-server/client';
+import { CREATING_OPERATIONS as CLIENT_CREATING, PAGED_OPERATIONS as CLIENT_PAGED } from '@workspace-server/client';
 import { findRepoRoot } from '../web/web-client';
 import { OPENAPI_FILE } from './api-reference';
 import { buildOpenApiDocument } from './openapi-document';
-import { CREATING_OPERATIONS } from './openapi-rules';
+import { CREATING_OPERATIONS, PAGED_OPERATIONS } from './openapi-rules';
 
 /**
  * The drift check CI runs: openapi.json and the client's generated types must equal what the code generates now.
@@ -54,8 +54,9 @@ describe('OpenAPI document', () => {
     expect(schemas[body('request_workspace')].required ?? []).toEqual([]);
   });
 
-  it('marks the creating operations as taking an Idempotency-Key, as the client does', () => {
+  it('marks the creating operations as taking an Idempotency-Key, and agrees with the client on them and on the paged lists', () => {
     expect([...CLIENT_CREATING].sort()).toEqual([...CREATING_OPERATIONS].sort());
+    expect([...CLIENT_PAGED].sort()).toEqual([...PAGED_OPERATIONS].sort());
     for (const name of CREATING_OPERATIONS.filter((op) => op in OPERATIONS)) {
       expect(document.paths[`/api/public/${name}`].post.parameters?.map((p) => p.name)).toContain('Idempotency-Key');
     }
