@@ -146,6 +146,13 @@ describe('@workspace-server/client', () => {
     expect([...jpeg]).toEqual([0xff, 0xd8, 0xff]);
   });
 
+  it('is not a thenable: it can be returned from an async function', async () => {
+    const api = await start(() => ({ status: 200, body: { users: [] } }));
+    const client = await (async () => createClient({ baseUrl: api.url, ...credentials }))();
+    await expect(client.get_users()).resolves.toEqual({ users: [] });
+    expect(api.seen.map((s) => s.path)).toEqual(['/api/public/get_users']);
+  });
+
   it('reads Retry-After as seconds or as an HTTP date', () => {
     expect(parseRetryAfter('7')).toBe(7);
     expect(parseRetryAfter(null)).toBeNull();

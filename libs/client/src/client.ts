@@ -71,6 +71,7 @@ export class WorkspaceApiError extends Error {
 const RETRIED = new Set([429, 503]);
 const DEFAULT_RETRY: RetryPolicy = { attempts: 4, baseDelayMs: 250, maxDelayMs: 30_000 };
 const MAX_PAGES = 100_000;
+const OPERATION_NAME = /^[a-z][a-z0-9_]*$/;
 
 export type WorkspaceClient = OperationMethods & ClientCore;
 
@@ -79,7 +80,8 @@ export function createClient(options: ClientOptions): WorkspaceClient {
   const core = new ClientCore(options);
   return new Proxy(core, {
     get(target, property, receiver) {
-      if (typeof property !== 'string' || property in target) return Reflect.get(target, property, receiver) as unknown;
+      // Not `then`: the client must not look like a promise (awaiting it, or returning it from an async function, would call it).
+      if (typeof property !== 'string' || property in target || !OPERATION_NAME.test(property) || property === 'then') return Reflect.get(target, property, receiver) as unknown;
       return (body?: object, callOptions?: CallOptions) => target.call(property as OperationName, body as never, callOptions);
     },
   }) as WorkspaceClient;
