@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { OPERATIONS } from '@ws/auth';
+import { ensureChromium, launchChromium } from './browser';
 import { TestApi } from './harness';
 
 describe('the OpenAPI document and the reference page', () => {
@@ -31,5 +33,26 @@ describe('the OpenAPI document and the reference page', () => {
       expect({ asset, status: res.status }).toEqual({ asset, status: 200 });
     }
     expect((await api.raw().get('/api/docs/init.js')).text).toContain("url: '/api/openapi.json'");
+  });
+
+  it('renders every operation in a browser, under its content security policy', async () => {
+    ensureChromium();
+    const base = await api.listen();
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      const refused: string[] = [];
+      page.on('console', (message) => {
+        if (message.type() === 'error') refused.push(message.text());
+      });
+      await page.goto(`${base}/api/docs`);
+      await page.waitForSelector('.opblock-summary-path', { timeout: 60_000 });
+      const paths = await page.$$eval('.opblock-summary-path', (nodes) => nodes.map((n) => n.getAttribute('data-path')));
+      for (const name of Object.keys(OPERATIONS)) expect(paths).toContain(`/api/public/${name}`);
+      if (process.env.WS_TEST_SCREENSHOT_DIR) await page.screenshot({ path: join(process.env.WS_TEST_SCREENSHOT_DIR, 'api-docs.png') });
+      expect(refused).toEqual([]);
+    } finally {
+      await browser.close();
+    }
   });
 });
