@@ -89,7 +89,7 @@ export class TestApi {
     const base = await this.listen();
     let client = this.clients.get(key.api_key);
     if (!client) {
-      client = createClient({ baseUrl: base, apiKey: key.api_key, apiKeySecret: key.api_key_secret, retry: { attempts: 1 } });
+      client = createClient({ baseUrl: base, apiKey: key.api_key, apiKeySecret: key.api_key_secret, retry: { attempts: 1 }, timeoutMs: 300_000 });
       this.clients.set(key.api_key, client);
     }
     return client;
