@@ -41,13 +41,20 @@ import { WebhooksController } from './public-api/webhooks.controller';
 import { WorkspacesController } from './public-api/workspaces.controller';
 import { WebhooksModule } from '@ws/webhooks';
 
+/** Every controller of the api (the OpenAPI document is generated from these: apps/api/src/openapi). */
+export const API_CONTROLLERS = [
+  UsersController, GroupsController, SessionTokensController, WorkspacesController, WorkspaceStreamsController, ImagesController, RecordingsController,
+  StagingController, CastingController, LicensingController, EgressController, WebhooksController, ClientLoginController, ClientSessionController,
+  ClientConnectController, ClientCastController, WorkspaceFilesController, HealthController,
+];
+
 @Module({})
 export class AppModule {
   static forRoot(overrides: Partial<AppConfig> = {}): DynamicModule {
     return {
       module: AppModule,
       imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, ImagesModule, WorkspacesModule, ServerSessionsModule, ZonesModule, ServersModule, GatewayModule, StagingModule, CastingModule, StorageApiModule, RecordingsModule, LicensingModule, EgressModule, FilesModule, WebhooksModule],
-      controllers: [UsersController, GroupsController, SessionTokensController, WorkspacesController, WorkspaceStreamsController, ImagesController, RecordingsController, StagingController, CastingController, LicensingController, EgressController, WebhooksController, ClientLoginController, ClientSessionController, ClientConnectController, ClientCastController, WorkspaceFilesController, HealthController],
+      controllers: API_CONTROLLERS,
       providers: [
         { provide: APP_GUARD, useClass: OperationGuard },
         { provide: APP_FILTER, useClass: ApiExceptionFilter },

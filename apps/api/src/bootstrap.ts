@@ -4,6 +4,7 @@ import { addressList, AppConfig, loadConfig } from '@ws/common';
 import { AppModule } from './app.module';
 import { registerBrowserRequestGuard } from './client/browser-request-guard';
 import { configureFastify } from './http-setup';
+import { registerApiReference } from './openapi/api-reference';
 import { registerWebClient } from './web/web-client';
 
 /** Builds the api (used by main.ts and by the e2e tests, which pass their own database and prefix). */
@@ -16,6 +17,7 @@ export async function createApi(overrides: Partial<AppConfig> = {}): Promise<Nes
   configureFastify(adapter.getInstance());
   registerBrowserRequestGuard(adapter.getInstance(), config.PUBLIC_BASE_URL);
   await registerWebClient(adapter.getInstance(), { captchaScriptUrl: config.RECAPTCHA_SCRIPT_URL });
+  registerApiReference(adapter.getInstance());
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(overrides), adapter, {
     bodyParser: false,
     abortOnError: false,

@@ -96,7 +96,7 @@ const TYPES: Record<string, string> = {
   '.txt': 'text/plain; charset=utf-8',
 };
 
-async function serveFile(request: FastifyRequest, reply: FastifyReply, path: string, csp: string): Promise<void> {
+export async function serveFile(request: FastifyRequest, reply: FastifyReply, path: string, csp: string): Promise<void> {
   let info;
   try {
     info = await stat(path);
