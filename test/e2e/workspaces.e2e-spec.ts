@@ -36,9 +36,9 @@ describe('workspace lifecycle on a real Docker engine', () => {
       if (res.body.operational_status === 'stopped') throw new Error(`workspace failed: ${JSON.stringify(res.body)}`);
       return undefined;
     }, 120_000, 100);
-  const gone = (workspaceId: string) =>
+  const gone = (workspaceId: string, user = userId) =>
     waitFor(`workspace ${workspaceId} removed`, async () => {
-      const res = await api.call('get_workspace_status', key, { workspace_id: workspaceId });
+      const res = await api.call('get_workspace_status', key, { workspace_id: workspaceId, user_id: user });
       return res.status === 400 ? res : undefined;
     }, 60_000, 100);
 
@@ -121,7 +121,7 @@ describe('workspace lifecycle on a real Docker engine', () => {
     expect((await whoami(jwtOf(first))).status).toBe(401);
     expect((await whoami(r.session_token)).status).toBe(401);
     expect((await whoami(jwtOf(second))).status).toBe(200);
-    await api.call('destroy_workspace', key, { workspace_id: r.workspace_id });
+    await api.call('destroy_workspace', key, { workspace_id: r.workspace_id, user_id: userId });
     await gone(r.workspace_id);
   });
 
@@ -131,8 +131,8 @@ describe('workspace lifecycle on a real Docker engine', () => {
     expect(res.status).toBe(200);
     expect(res.body.username).toMatch(/^anonymous-/);
     await running(res.body.workspace_id, res.body.user_id);
-    await api.call('destroy_workspace', key, { workspace_id: res.body.workspace_id });
-    await gone(res.body.workspace_id);
+    await api.call('destroy_workspace', key, { workspace_id: res.body.workspace_id, user_id: res.body.user_id });
+    await gone(res.body.workspace_id, res.body.user_id);
   });
 
   it('delete_user with force removes the user\'s real workspaces first', async () => {
@@ -142,7 +142,7 @@ describe('workspace lifecycle on a real Docker engine', () => {
     const refused = await api.call('delete_user', admin, { target_user: { user_id: doomed } });
     expect(refused.status).toBe(409);
     expect((await api.call('delete_user', admin, { target_user: { user_id: doomed }, force: true })).body).toEqual({});
-    await gone(r.workspace_id);
+    await gone(r.workspace_id, doomed);
     await waitFor('the container to be removed', async () => ((await localDocker().inspect(w.container_id).then(() => false, () => true)) ? true : undefined), 30_000);
     expect((await api.call('get_user', admin, { target_user: { user_id: doomed } })).status).toBe(400);
   });
@@ -212,14 +212,14 @@ describe('workspace lifecycle on a real Docker engine', () => {
     await running(r.workspace_id);
     await api.app.get(GroupsService).updateSettings('All Users', { usageLimit: 0, usageInterval: 'daily' });
     try {
-      const before = (await api.call('get_workspace_status', key, { workspace_id: r.workspace_id, skip_agent_check: true })).body.workspace.expiration_date;
+      const before = (await api.call('get_workspace_status', key, { workspace_id: r.workspace_id, user_id: userId, skip_agent_check: true })).body.workspace.expiration_date;
       await waitFor('some usage', async () => ((await api.call('keepalive', key, { workspace_id: r.workspace_id })).body.usage_reached ? true : undefined), 10_000);
-      const after = (await api.call('get_workspace_status', key, { workspace_id: r.workspace_id, skip_agent_check: true })).body.workspace.expiration_date;
+      const after = (await api.call('get_workspace_status', key, { workspace_id: r.workspace_id, user_id: userId, skip_agent_check: true })).body.workspace.expiration_date;
       expect(after).toBe(before);
     } finally {
       await api.app.get(GroupsService).updateSettings('All Users', { usageLimit: null });
     }
-    await api.call('destroy_workspace', key, { workspace_id: r.workspace_id });
+    await api.call('destroy_workspace', key, { workspace_id: r.workspace_id, user_id: userId });
     await gone(r.workspace_id);
   });
 
@@ -243,11 +243,11 @@ describe('workspace lifecycle on a real Docker engine', () => {
     const result = await runtime.reconcile();
     expect(result).toEqual({ removed: 1, vanished: 1 });
     await expect(localDocker().inspect(orphan.containerId)).rejects.toThrow();
-    const failed = await api.call('get_workspace_status', key, { workspace_id: b.workspace_id, skip_agent_check: true });
+    const failed = await api.call('get_workspace_status', key, { workspace_id: b.workspace_id, user_id: userId, skip_agent_check: true });
     expect(failed.body).toEqual({
       error_message: expect.stringContaining('is not running'), operational_message: 'The workspace container vanished from its server', operational_progress: 100, operational_status: 'stopped',
     });
-    await api.call('destroy_workspace', key, { workspace_id: b.workspace_id });
+    await api.call('destroy_workspace', key, { workspace_id: b.workspace_id, user_id: userId });
     await gone(b.workspace_id);
   });
 
@@ -255,12 +255,12 @@ describe('workspace lifecycle on a real Docker engine', () => {
     const r = (await api.call('request_workspace', key, { user_id: userId, image_id: imageId })).body;
     const w = (await running(r.workspace_id)).body.workspace;
     await localDocker().remove(w.container_id);
-    const stored = await api.call('get_workspace_status', key, { workspace_id: r.workspace_id, skip_agent_check: true });
+    const stored = await api.call('get_workspace_status', key, { workspace_id: r.workspace_id, user_id: userId, skip_agent_check: true });
     expect(stored.body.workspace.operational_status).toBe('running');
-    const asked = await api.call('get_workspace_status', key, { workspace_id: r.workspace_id });
+    const asked = await api.call('get_workspace_status', key, { workspace_id: r.workspace_id, user_id: userId });
     expect(asked.body.operational_status).toBe('stopped');
     expect(asked.body.operational_message).toMatch(/^The workspace container stopped/);
-    await api.call('destroy_workspace', key, { workspace_id: r.workspace_id });
+    await api.call('destroy_workspace', key, { workspace_id: r.workspace_id, user_id: userId });
     await gone(r.workspace_id);
   });
 
@@ -289,7 +289,7 @@ describe('workspace lifecycle on a real Docker engine', () => {
       const containers = (await api.containers()).filter((c) => c.labels[LABELS.workspaceId] === r.workspace_id.replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5'));
       expect(containers).toHaveLength(1);
       expect(containers[0].state).toBe('running');
-      await api.call('destroy_workspace', key, { workspace_id: r.workspace_id });
+      await api.call('destroy_workspace', key, { workspace_id: r.workspace_id, user_id: userId });
       await gone(r.workspace_id);
     } finally {
       child?.kill('SIGKILL');

@@ -43,7 +43,7 @@ export class WorkspacesController {
 
   @Operation('keepalive')
   async keepalive(@Body() body: WorkspaceRef) {
-    return this.workspaces.keepalive(await this.workspaces.findLive(body.workspace_id));
+    return this.workspaces.keepalive(await this.workspaces.findLiveById(body.workspace_id));
   }
 
   @Operation('get_workspaces')
