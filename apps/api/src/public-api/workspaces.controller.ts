@@ -1,5 +1,6 @@
 import { Body, Controller } from '@nestjs/common';
 import { Operation } from '@ws/auth';
+import { PageRequest } from '@ws/database';
 import {
   ExecCommandRequest, JoinWorkspaceRequest, OwnedWorkspaceRef, RequestWorkspaceRequest, WorkspaceLaunch, WorkspaceLive, WorkspaceReads, WorkspaceRef, WorkspacesService,
   WorkspaceStatusRequest,
@@ -47,8 +48,8 @@ export class WorkspacesController {
   }
 
   @Operation('get_workspaces')
-  list() {
-    return this.reads.list();
+  list(@Body() body: PageRequest) {
+    return this.reads.list(body);
   }
 
   @Operation('exec_command_workspace')
