@@ -62,7 +62,7 @@ describe('workspace lifecycle on a real Docker engine', () => {
       start_date: expect.stringMatching(TIMESTAMP), keepalive_date: expect.stringMatching(TIMESTAMP), expiration_date: expect.stringMatching(TIMESTAMP),
       token: expect.stringMatching(/^[0-9a-f]{64}$/), view_only_token: expect.stringMatching(/^[0-9a-f]{64}$/), share_id: r.share_id,
       cores: 1, memory: 512 * 1024 ** 2, operational_status: 'running', is_persistent_profile: false, persistent_profile_mode: null, point_of_presence: null,
-      port_map: { vnc: { port: 5900, path: `api/stream/${r.workspace_id}/vnc` } },
+      port_map: { vnc: { port: 5900, path: `api/stream/${r.workspace_id}/vnc` }, uploads: { port: 0, path: `api/stream/${r.workspace_id}/uploads` } },
       client_settings: expect.objectContaining({ allow_workspace_audio: true, idle_disconnect: 0, allow_workspace_sharing: true }),
     });
     expect(Object.keys(w.client_settings)).toHaveLength(14);

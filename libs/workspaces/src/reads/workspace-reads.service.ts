@@ -60,7 +60,7 @@ export class WorkspaceReads {
       session_token: issued.jwt,
       user_id: toWireId(user.id),
       username: user.username,
-      workspace: { ...toWorkspaceResponse(workspace, settings.clientSettings), user: { username: user.username } },
+      workspace: { ...viewerResponse(toWorkspaceResponse(workspace, settings.clientSettings)), user: { username: user.username } },
       workspace_url: joinPath(workspace.shareId, user.id, issued.jwt),
     };
   }
@@ -115,6 +115,12 @@ export class WorkspaceReads {
     }
     return connectPath(workspace.id, userId, issued.jwt);
   }
+}
+
+/** What a view-only joiner is shown: the services it may use (no uploads, no microphone: both refused to joiners). */
+function viewerResponse<T extends { port_map: Record<string, unknown> }>(response: T): T {
+  const { uploads: _uploads, audio_input: _audioInput, ...shown } = response.port_map;
+  return { ...response, port_map: shown };
 }
 
 function notRunningMessage(w: Workspace): string {
