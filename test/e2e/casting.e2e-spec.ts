@@ -132,6 +132,7 @@ describe('cast launch', () => {
   afterAll(async () => {
     await api?.close();
     verify?.server.close();
+    verify?.server.closeAllConnections();
   });
 
   let keys = 0;
