@@ -55,6 +55,17 @@ describe('owner operations require user_id', () => {
     expect(res.body.workspace.workspace_id).toBe(workspaceId);
   });
 
+  it("port_map: the owner's has uploads; a view-only joiner's leaves out uploads and audio_input", async () => {
+    const db = api.app.get(DataSource);
+    await db.query(`UPDATE workspaces SET sharing_enabled = true WHERE id = $1`, [parseId(workspaceId)]);
+    const owned = await api.call('get_workspace_status', admin, { workspace_id: workspaceId, user_id: owner, skip_agent_check: true });
+    expect(Object.keys(owned.body.workspace.port_map).sort()).toEqual(['uploads', 'vnc']);
+    const [{ share_id: shareId }] = await db.query('SELECT share_id FROM workspaces WHERE id = $1', [parseId(workspaceId)]);
+    const joined = await api.call('join_workspace', admin, { share_id: shareId, user_id: stranger });
+    expect(joined.status).toBe(200);
+    expect(Object.keys(joined.body.workspace.port_map)).toEqual(['vnc']);
+  });
+
   it('keepalive keeps its contract body: workspace_id alone', async () => {
     expect((await api.call('keepalive', admin, { workspace_id: workspaceId })).body).toEqual({ usage_reached: false });
   });
