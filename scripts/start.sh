@@ -33,7 +33,8 @@ if [ "$docker_ok" = 1 ]; then
   # The reference browser: a kiosk Chromium on WORKSPACE_URL; its go command points it at the URL a staged
   # browser workspace receives when it is assigned.
   browser_tag=$(bash scripts/build-browser-image.sh | tail -1)
-  cli image add "$browser_tag" --friendly-name Browser --description "Reference browser (kiosk Chromium on WORKSPACE_URL)" --browser --go-cmd workspace-browser-open --cores 1 --memory 2G >/dev/null
+  cli image add "$browser_tag" --friendly-name Browser --description "Reference browser (kiosk Chromium on WORKSPACE_URL)" --browser --go-cmd workspace-browser-open --cores 1 --memory 2G \
+    --port vnc=5900/tcp --port audio=4901/tcp --port audio_input=4902/tcp >/dev/null
   log "image Browser -> $browser_tag"
   # The egress sidecar of workspaces that join a gateway (docs/decisions/egress.md, "Egress for real").
   EGRESS_IMAGE="${EGRESS_IMAGE:-$(bash scripts/build-egress-image.sh | tail -1)}"

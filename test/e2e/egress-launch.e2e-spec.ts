@@ -152,7 +152,7 @@ describe('egress at launch (no containers)', () => {
 
     // destroy_workspace marks it stopping; the connection is held until the removal is done (the worker's step).
     const [gone] = ok.map((a) => a.body.workspace_id as string);
-    expect((await api.call('destroy_workspace', admin, { workspace_id: gone })).status).toBe(200);
+    expect((await api.call('destroy_workspace', admin, { workspace_id: gone, user_id: userId })).status).toBe(200);
     expect(await activeConnections(limited.egress_credential_id)).toBe(3);
     const runtime = api.app.get(WorkspaceRuntime);
     await runtime.destroy(parseId(gone) as string);
@@ -276,7 +276,7 @@ describe('egress at launch on a real desktop', () => {
     try {
       await holder.startTransaction();
       expect(await holder.query('SELECT workspace_id FROM egress_connections WHERE workspace_id = $1 FOR UPDATE', [id])).toHaveLength(1);
-      expect((await api.call('destroy_workspace', admin, { workspace_id: workspaceId })).status).toBe(200);
+      expect((await api.call('destroy_workspace', admin, { workspace_id: workspaceId, user_id: userId })).status).toBe(200);
       await waitFor('the doomed worker to hold the destroy and remove the container', async () => {
         const job = await queue.getJob(jobId.destroy(id));
         const held = !!job?.processedBy && Number(job.processedBy.split(':').pop()) === doomed.pid && (await job.getState()) === 'active';

@@ -48,9 +48,9 @@ describe('workspace lifecycle on a real Docker engine', () => {
     if (!('operational_status' in body)) throw new Error(`not starting or stopped: ${JSON.stringify(body)}`);
     return body;
   };
-  const gone = (workspaceId: string) =>
+  const gone = (workspaceId: string, user = userId) =>
     waitFor(`workspace ${workspaceId} removed`, async () => {
-      const res = await api.op('get_workspace_status', key, { workspace_id: workspaceId });
+      const res = await api.op('get_workspace_status', key, { workspace_id: workspaceId, user_id: user });
       return res.status === 400 ? res : undefined;
     }, 60_000, 100);
 
@@ -74,7 +74,7 @@ describe('workspace lifecycle on a real Docker engine', () => {
       start_date: expect.stringMatching(TIMESTAMP), keepalive_date: expect.stringMatching(TIMESTAMP), expiration_date: expect.stringMatching(TIMESTAMP),
       token: expect.stringMatching(/^[0-9a-f]{64}$/), view_only_token: expect.stringMatching(/^[0-9a-f]{64}$/), share_id: r.share_id,
       cores: 1, memory: 512 * 1024 ** 2, operational_status: 'running', operational_message: 'Running', is_persistent_profile: false, persistent_profile_mode: null, point_of_presence: null,
-      port_map: { vnc: { port: 5900, path: `api/stream/${r.workspace_id}/vnc` } },
+      port_map: { vnc: { port: 5900, path: `api/stream/${r.workspace_id}/vnc` }, uploads: { port: 0, path: `api/stream/${r.workspace_id}/uploads` } },
       client_settings: expect.objectContaining({ allow_workspace_audio: true, idle_disconnect: 0, allow_workspace_sharing: true }),
     });
     expect(Object.keys(w.client_settings)).toHaveLength(14);
@@ -133,7 +133,7 @@ describe('workspace lifecycle on a real Docker engine', () => {
     expect((await whoami(jwtOf(first))).status).toBe(401);
     expect((await whoami(r.session_token)).status).toBe(401);
     expect((await whoami(jwtOf(second))).status).toBe(200);
-    await api.op('destroy_workspace', key, { workspace_id: r.workspace_id });
+    await api.op('destroy_workspace', key, { workspace_id: r.workspace_id, user_id: userId });
     await gone(r.workspace_id);
   });
 
@@ -143,8 +143,8 @@ describe('workspace lifecycle on a real Docker engine', () => {
     expect(res.status).toBe(200);
     expect(res.body.username).toMatch(/^anonymous-/);
     await running(res.body.workspace_id, res.body.user_id);
-    await api.op('destroy_workspace', key, { workspace_id: res.body.workspace_id });
-    await gone(res.body.workspace_id);
+    await api.op('destroy_workspace', key, { workspace_id: res.body.workspace_id, user_id: res.body.user_id });
+    await gone(res.body.workspace_id, res.body.user_id);
   });
 
   it('delete_user with force removes the user\'s real workspaces first', async () => {
@@ -154,7 +154,7 @@ describe('workspace lifecycle on a real Docker engine', () => {
     const refused = await api.op('delete_user', admin, { target_user: { user_id: doomed } });
     expect(refused.status).toBe(409);
     expect((await api.op('delete_user', admin, { target_user: { user_id: doomed }, force: true })).body).toEqual({});
-    await gone(r.workspace_id);
+    await gone(r.workspace_id, doomed);
     await waitFor('the container to be removed', async () => ((await localDocker().inspect(w.container_id!).then(() => false, () => true)) ? true : undefined), 30_000);
     expect((await api.op('get_user', admin, { target_user: { user_id: doomed } })).status).toBe(400);
   });
@@ -224,14 +224,14 @@ describe('workspace lifecycle on a real Docker engine', () => {
     await running(r.workspace_id);
     await api.app.get(GroupsService).updateSettings('All Users', { usageLimit: 0, usageInterval: 'daily' });
     try {
-      const before = live((await api.op('get_workspace_status', key, { workspace_id: r.workspace_id, skip_agent_check: true })).body).workspace.expiration_date;
+      const before = live((await api.op('get_workspace_status', key, { workspace_id: r.workspace_id, user_id: userId, skip_agent_check: true })).body).workspace.expiration_date;
       await waitFor('some usage', async () => ((await api.op('keepalive', key, { workspace_id: r.workspace_id })).body.usage_reached ? true : undefined), 10_000);
-      const after = live((await api.op('get_workspace_status', key, { workspace_id: r.workspace_id, skip_agent_check: true })).body).workspace.expiration_date;
+      const after = live((await api.op('get_workspace_status', key, { workspace_id: r.workspace_id, user_id: userId, skip_agent_check: true })).body).workspace.expiration_date;
       expect(after).toBe(before);
     } finally {
       await api.app.get(GroupsService).updateSettings('All Users', { usageLimit: null });
     }
-    await api.op('destroy_workspace', key, { workspace_id: r.workspace_id });
+    await api.op('destroy_workspace', key, { workspace_id: r.workspace_id, user_id: userId });
     await gone(r.workspace_id);
   });
 
@@ -255,11 +255,11 @@ describe('workspace lifecycle on a real Docker engine', () => {
     const result = await runtime.reconcile();
     expect(result).toEqual({ removed: 1, vanished: 1 });
     await expect(localDocker().inspect(orphan.containerId)).rejects.toThrow();
-    const failed = await api.op('get_workspace_status', key, { workspace_id: b.workspace_id, skip_agent_check: true });
+    const failed = await api.op('get_workspace_status', key, { workspace_id: b.workspace_id, user_id: userId, skip_agent_check: true });
     expect(failed.body).toEqual({
       error_message: expect.stringContaining('is not running'), operational_message: 'The workspace container vanished from its server', operational_progress: 100, operational_status: 'stopped',
     });
-    await api.op('destroy_workspace', key, { workspace_id: b.workspace_id });
+    await api.op('destroy_workspace', key, { workspace_id: b.workspace_id, user_id: userId });
     await gone(b.workspace_id);
   });
 
@@ -267,12 +267,12 @@ describe('workspace lifecycle on a real Docker engine', () => {
     const r = (await api.op('request_workspace', key, { user_id: userId, image_id: imageId })).body;
     const w = (await running(r.workspace_id)).body.workspace;
     await localDocker().remove(w.container_id!);
-    const stored = await api.op('get_workspace_status', key, { workspace_id: r.workspace_id, skip_agent_check: true });
+    const stored = await api.op('get_workspace_status', key, { workspace_id: r.workspace_id, user_id: userId, skip_agent_check: true });
     expect(live(stored.body).workspace.operational_status).toBe('running');
-    const asked = await api.op('get_workspace_status', key, { workspace_id: r.workspace_id });
+    const asked = await api.op('get_workspace_status', key, { workspace_id: r.workspace_id, user_id: userId });
     expect(starting(asked.body).operational_status).toBe('stopped');
     expect(starting(asked.body).operational_message).toMatch(/^The workspace container stopped/);
-    await api.op('destroy_workspace', key, { workspace_id: r.workspace_id });
+    await api.op('destroy_workspace', key, { workspace_id: r.workspace_id, user_id: userId });
     await gone(r.workspace_id);
   });
 
@@ -301,7 +301,7 @@ describe('workspace lifecycle on a real Docker engine', () => {
       const containers = (await api.containers()).filter((c) => c.labels[LABELS.workspaceId] === r.workspace_id.replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5'));
       expect(containers).toHaveLength(1);
       expect(containers[0].state).toBe('running');
-      await api.op('destroy_workspace', key, { workspace_id: r.workspace_id });
+      await api.op('destroy_workspace', key, { workspace_id: r.workspace_id, user_id: userId });
       await gone(r.workspace_id);
     } finally {
       child?.kill('SIGKILL');

@@ -6,7 +6,7 @@ import { AccessService, Caller } from '@ws/auth';
 import { ApiError, ErrorCode, newId, parseId } from '@ws/common';
 import { Group, UserGroup, GroupsService } from '@ws/groups';
 import { Image } from '@ws/images';
-import { rawQuery } from '@ws/database';
+import { creationOrder, KeysetList, listPage, PageAnswer, PageRequest, rawQuery } from '@ws/database';
 import type { AttributeChanges, NewUserFields, UserChanges } from './dto/user.requests';
 import type { GroupSummary } from './user.mappers';
 import { UserAttributes } from './user-attributes.entity';
@@ -15,6 +15,7 @@ import { User } from './user.entity';
 
 const BCRYPT_COST = 10;
 const UNIQUE_VIOLATION = '23505';
+const USERS_LIST: KeysetList = { name: 'users', from: 'users u', keys: creationOrder('u') };
 
 /** Users and their attributes: the rules of the Users area (their workspaces are the workspaces library's: UserWorkspaces). */
 @Injectable()
@@ -91,8 +92,9 @@ export class UsersService {
     return (await this.users.countBy({ id: In(ids), locked: false, disabled: false })) === ids.length;
   }
 
-  list(): Promise<User[]> {
-    return this.users.find({ order: { createdAt: 'ASC', id: 'ASC' } });
+  /** get_users: every user in creation order, or one page of them (`limit`, `cursor`). */
+  list(request: PageRequest = {}): Promise<{ rows: User[]; paging: PageAnswer }> {
+    return listPage(this.db, USERS_LIST, request, () => this.users.find({ order: { createdAt: 'ASC', id: 'ASC' } }), (ids) => this.users.findBy({ id: In(ids) }));
   }
 
   groupsOf(userIds: string[]): Promise<Map<string, Group[]>> {
