@@ -28,6 +28,7 @@ describe('paged lists', () => {
     { operation: 'get_cast_configs', field: 'cast_configs', id: 'cast_config_id' },
     { operation: 'get_staging_configs', field: 'staging_configs', id: 'staging_config_id' },
     { operation: 'get_session_tokens', field: 'session_tokens', id: 'session_token', body: () => ({ target_user: { user_id: tokenUser } }) },
+    { operation: 'get_webhooks', field: 'webhooks', id: 'webhook_id' },
   ];
 
   const newUser = async (username: string): Promise<string> => {
@@ -55,7 +56,7 @@ describe('paged lists', () => {
   }
 
   beforeAll(async () => {
-    api = await TestApi.start();
+    api = await TestApi.start({ WEBHOOK_ALLOW_PRIVATE_ADDRESSES: true });
     admin = await api.key(['Global Admin']);
     const db = api.app.get(DataSource);
     const zone = await api.app.get(ZonesService).ensure('default');
@@ -68,6 +69,7 @@ describe('paged lists', () => {
       expect((await api.call('create_cast_config', admin, { target_cast_config: { casting_config_name: `Cast ${i}`, image_id: toWireId(image.id), key: `paged-${i}`, allow_anonymous: true } })).status).toBe(200);
       expect((await api.call('create_staging_config', admin, { target_staging_config: { zone_id: toWireId(zone.id), image_id: toWireId(image.id), num_sessions: 0, expiration: 1 } })).status).toBe(200);
       expect((await api.call('create_session_token', admin, { target_user: { user_id: tokenUser } })).status).toBe(200);
+      expect((await api.call('create_webhook', admin, { target_webhook: { url: `http://127.0.0.1:9/paged-${i}`, events: [] } })).status).toBe(200);
     }
   });
   afterAll(async () => api?.close());
@@ -89,7 +91,7 @@ describe('paged lists', () => {
   });
 
   it('pages are in creation order, the same order as the unpaged users and cast configs', async () => {
-    for (const list of LISTS.filter((l) => ['get_users', 'get_cast_configs', 'get_staging_configs'].includes(l.operation))) {
+    for (const list of LISTS.filter((l) => ['get_users', 'get_cast_configs', 'get_staging_configs', 'get_webhooks'].includes(l.operation))) {
       const all = ((await api.call(list.operation, admin, {})).body[list.field] as Array<Record<string, string>>).map((item) => item[list.id]);
       expect([list.operation, (await walk(list, 2)).ids]).toEqual([list.operation, all]);
     }

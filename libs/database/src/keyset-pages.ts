@@ -36,6 +36,8 @@ export interface KeysetList {
   keys: readonly KeysetKey[];
   /** The list's own filter, with $1… placeholders for `params`. */
   where?: string;
+  /** Newest first (keys compared descending), e.g. a log whose latest entries matter most. Default ascending. */
+  descending?: boolean;
   params?: readonly unknown[];
 }
 
@@ -105,12 +107,12 @@ export async function keysetPage(db: DataSource | EntityManager, list: KeysetLis
       params.push(page.after?.[i]);
       return `$${params.length}::${key.type}`;
     });
-    conditions.push(`(${list.keys.map((k) => k.column).join(', ')}) > (${placeholders.join(', ')})`);
+    conditions.push(`(${list.keys.map((k) => k.column).join(', ')}) ${list.descending ? '<' : '>'} (${placeholders.join(', ')})`);
   }
   params.push(page.limit + 1);
   const sql = `SELECT ${list.keys.map((key, i) => `${keyText(key)} AS k${i}`).join(', ')} FROM ${list.from}`
     + `${conditions.length ? ` WHERE ${conditions.join(' AND ')}` : ''}`
-    + ` ORDER BY ${list.keys.map((k) => `${k.column} ASC`).join(', ')} LIMIT $${params.length}`;
+    + ` ORDER BY ${list.keys.map((k) => `${k.column} ${list.descending ? 'DESC' : 'ASC'}`).join(', ')} LIMIT $${params.length}`;
   const rows = (await db.query(sql, params)) as Array<Record<string, string>>;
   const more = rows.length > page.limit;
   const shown = more ? rows.slice(0, page.limit) : rows;

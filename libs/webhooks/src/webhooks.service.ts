@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, EntityManager } from 'typeorm';
+import { DataSource, EntityManager, In } from 'typeorm';
 import { ApiError, AppConfig, ErrorCode, newId, parseId } from '@ws/common';
+import { creationOrder, KeysetList, listPage, PageAnswer, PageRequest } from '@ws/database';
 import type { NewWebhook, WebhookChanges } from './dto/webhook.requests';
 import { hostOf, webhookAddressPolicy } from './webhook-address';
 import { newWebhookSecret, WebhookSecretStore } from './webhook-secrets';
@@ -10,6 +11,7 @@ import { Webhook, WebhookAttempt } from './webhook.entity';
 /** How long the secret before a rotation keeps signing deliveries (issue 22: 24 hours). */
 export const PREVIOUS_SECRET_HOURS = 24;
 const DEFAULT_DELIVERIES = 100;
+const WEBHOOKS_LIST: KeysetList = { name: 'webhooks', from: 'webhooks w', keys: creationOrder('w') };
 
 /**
  * The webhook operations: endpoints, their secrets and their delivery record. Nothing here sends: deliveries are
@@ -25,8 +27,10 @@ export class WebhooksService {
     this.secrets = new WebhookSecretStore(config.SERVER_CREDENTIALS_KEY);
   }
 
-  list(): Promise<Webhook[]> {
-    return this.db.getRepository(Webhook).find({ order: { createdAt: 'ASC', id: 'ASC' } });
+  /** Every endpoint in creation order, or one page of them (`limit`, `cursor`: @ws/database keyset pages). */
+  list(request: PageRequest = {}): Promise<{ rows: Webhook[]; paging: PageAnswer }> {
+    const repo = this.db.getRepository(Webhook);
+    return listPage(this.db, WEBHOOKS_LIST, request, () => repo.find({ order: { createdAt: 'ASC', id: 'ASC' } }), (ids) => repo.findBy({ id: In(ids) }));
   }
 
   async get(webhookId: string): Promise<Webhook> {
@@ -82,10 +86,15 @@ export class WebhooksService {
     return { webhook: await this.get(webhook.id), secret };
   }
 
-  /** The endpoint's most recent delivery attempts, newest first. */
-  async deliveries(webhookId: string, limit = DEFAULT_DELIVERIES): Promise<WebhookAttempt[]> {
+  /**
+   * The endpoint's delivery attempts, newest first: the latest DEFAULT_DELIVERIES, or pages of them (`limit`,
+   * `cursor`; attempts made during a walk come before its cursor, so the walk neither repeats nor skips one).
+   */
+  async deliveries(webhookId: string, request: PageRequest = {}): Promise<{ rows: WebhookAttempt[]; paging: PageAnswer }> {
     const webhook = await this.get(webhookId);
-    return this.db.getRepository(WebhookAttempt).find({ where: { webhookId: webhook.id }, order: { id: 'DESC' }, take: limit });
+    const repo = this.db.getRepository(WebhookAttempt);
+    const list: KeysetList = { name: 'webhook_deliveries', from: 'webhook_attempts a', keys: [{ column: 'a.id', type: 'bigint' }], where: 'a.webhook_id = $1', params: [webhook.id], descending: true };
+    return listPage(this.db, list, request, () => repo.find({ where: { webhookId: webhook.id }, order: { id: 'DESC' }, take: DEFAULT_DELIVERIES }), (ids) => repo.findBy({ id: In(ids) }));
   }
 
   /** http(s) only; the host as written and as resolved must be allowed (a name that does not resolve yet is checked at delivery). */

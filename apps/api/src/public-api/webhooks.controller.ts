@@ -1,7 +1,7 @@
 import { Body, Controller } from '@nestjs/common';
 import { Operation } from '@ws/auth';
 import {
-  CreateWebhookRequest, toWebhookDeliveryResponse, toWebhookResponse, toWebhookWithSecret, UpdateWebhookRequest, WebhookDeliveriesRequest, WebhookRef,
+  CreateWebhookRequest, toWebhookDeliveryResponse, toWebhookResponse, toWebhookWithSecret, UpdateWebhookRequest, WebhookDeliveriesRequest, WebhookRef, WebhooksListRequest,
   WebhooksService,
 } from '@ws/webhooks';
 
@@ -16,8 +16,9 @@ export class WebhooksController {
   }
 
   @Operation('get_webhooks')
-  async list() {
-    return { webhooks: (await this.webhooks.list()).map(toWebhookResponse) };
+  async list(@Body() body: WebhooksListRequest) {
+    const { rows, paging } = await this.webhooks.list(body);
+    return { webhooks: rows.map(toWebhookResponse), ...paging };
   }
 
   @Operation('update_webhook')
@@ -39,6 +40,7 @@ export class WebhooksController {
 
   @Operation('get_webhook_deliveries')
   async deliveries(@Body() body: WebhookDeliveriesRequest) {
-    return { deliveries: (await this.webhooks.deliveries(body.webhook_id, body.limit)).map(toWebhookDeliveryResponse) };
+    const { rows, paging } = await this.webhooks.deliveries(body.webhook_id, body);
+    return { deliveries: rows.map(toWebhookDeliveryResponse), ...paging };
   }
 }

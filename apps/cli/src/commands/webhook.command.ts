@@ -23,7 +23,7 @@ export function registerWebhookCommands(program: Command): void {
     .command('list')
     .option('--json', 'print JSON')
     .action(async (o: { json?: boolean }) => {
-      print((await (await service(WebhooksService)).list()).map(toWebhookResponse), o.json ?? false);
+      print((await (await service(WebhooksService)).list()).rows.map(toWebhookResponse), o.json ?? false);
     });
 
   webhook

@@ -265,6 +265,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/public/create_webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * create_webhook
+         * @description Permissions: Webhooks Modify (with what they depend on: Webhooks Modify, Webhooks View). Refused to a Read Only key. Idempotent with an `Idempotency-Key` header: a retry with the same key and body replays the first answer.
+         */
+        post: operations["create_webhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/public/delete_cast_config": {
         parameters: {
             query?: never;
@@ -379,6 +399,26 @@ export interface paths {
          * @description Permissions: Users Delete and Users Modify (with what they depend on: Users Delete, Users Modify, Users View). Refused to a Read Only key.
          */
         post: operations["delete_user"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/delete_webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * delete_webhook
+         * @description Permissions: Webhooks Modify (with what they depend on: Webhooks Modify, Webhooks View). Refused to a Read Only key.
+         */
+        post: operations["delete_webhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -705,6 +745,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/public/get_webhook_deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * get_webhook_deliveries
+         * @description Permissions: Webhooks View. Paged: send `limit` (and `cursor` from the previous answer's `next_cursor`); without `limit` the whole list.
+         */
+        post: operations["get_webhook_deliveries"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/get_webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * get_webhooks
+         * @description Permissions: Webhooks View. Paged: send `limit` (and `cursor` from the previous answer's `next_cursor`); without `limit` the whole list.
+         */
+        post: operations["get_webhooks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/public/get_workspace_bottleneck_stats": {
         parameters: {
             query?: never;
@@ -925,6 +1005,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/public/rotate_webhook_secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * rotate_webhook_secret
+         * @description Permissions: Webhooks Modify (with what they depend on: Webhooks Modify, Webhooks View). Refused to a Read Only key.
+         */
+        post: operations["rotate_webhook_secret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/public/update_cast_config": {
         parameters: {
             query?: never;
@@ -1039,6 +1139,26 @@ export interface paths {
          * @description Permissions: Users Modify (with what they depend on: Users Modify, Users View). Refused to a Read Only key.
          */
         post: operations["update_user_attributes"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/update_webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * update_webhook
+         * @description Permissions: Webhooks Modify (with what they depend on: Webhooks Modify, Webhooks View). Refused to a Read Only key.
+         */
+        post: operations["update_webhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1335,6 +1455,21 @@ export interface components {
                 }[];
             };
         };
+        CreateWebhookRequest: {
+            target_webhook: components["schemas"]["NewWebhook"];
+        };
+        CreateWebhookResponse: {
+            webhook: {
+                secret: string;
+                webhook_id: string;
+                url: string;
+                events: string[];
+                description: null | string;
+                enabled: boolean;
+                disabled_reason: null | string;
+                created: string;
+            };
+        };
         DeleteCastConfigResponse: Record<string, never>;
         DeleteEgressCredentialRequest: {
             target_egress_credential: components["schemas"]["EgressCredentialRef"];
@@ -1348,6 +1483,7 @@ export interface components {
             target_user: components["schemas"]["UserRef"];
         };
         DeleteUserResponse: Record<string, never>;
+        DeleteWebhookResponse: Record<string, never>;
         DestroyWorkspaceResponse: Record<string, never>;
         DownloadEntry: {
             name: string;
@@ -1388,7 +1524,7 @@ export interface components {
             wait?: boolean;
             timeout_seconds?: number | null;
             workspace_id: string;
-            user_id?: string | null;
+            user_id: string;
         };
         ExecCommandWorkspaceResponse: {
             exit_code?: number;
@@ -1420,6 +1556,7 @@ export interface components {
                 cores: number;
                 memory: number;
                 operational_status: string;
+                operational_message: string;
                 is_persistent_profile: boolean;
                 persistent_profile_mode: null | string;
                 point_of_presence: null;
@@ -1489,6 +1626,24 @@ export interface components {
             };
         };
         GetCastConfigsResponse: {
+            next_cursor: null | string;
+            cast_configs: {
+                cast_config_id: string;
+                casting_config_name: string;
+                image_id: string;
+                image_friendly_name: null | string;
+                allowed_referrers: string[];
+                session_remaining: number;
+                ip_request_limit: number;
+                ip_request_seconds: number;
+                error_url: null | string;
+                key: string;
+                group_id: null | string;
+                group_name: null | string;
+                workspace_url: null | string;
+                valid_until: null | string;
+            }[];
+        } | {
             cast_configs: {
                 cast_config_id: string;
                 casting_config_name: string;
@@ -1507,6 +1662,61 @@ export interface components {
             }[];
         };
         GetImagesResponse: {
+            next_cursor: null | string;
+            images: {
+                image_id: string;
+                name: string;
+                friendly_name: string;
+                description: string;
+                image_src: string;
+                restrict_to_network: boolean;
+                restrict_to_zone: boolean;
+                restrict_to_server: boolean;
+                available: boolean;
+                enabled: boolean;
+                memory: number;
+                cores: number;
+                x_res: number;
+                y_res: number;
+                cpu_allocation_method: string;
+                zone_id: null | string;
+                zone_name: null | string;
+                server_id: null | string;
+                network_name: null | string;
+                persistent_profile_path: null | string;
+                container_registry: null | string;
+                container_user: null | string;
+                container_token: null | string;
+                hash: null | string;
+                volume_mappings: {
+                    [key: string]: unknown;
+                };
+                persistent_profile_config: {
+                    [key: string]: unknown;
+                };
+                run_config: {
+                    [key: string]: unknown;
+                };
+                exec_config: {
+                    first_launch: {
+                        environment: {
+                            [key: string]: string;
+                        };
+                        cmd: string;
+                    };
+                    go: {
+                        cmd: string;
+                    };
+                };
+                imageAttributes: {
+                    image_id: string;
+                    attr_id: string;
+                    name: string;
+                    category: string;
+                    value: string;
+                }[];
+            }[];
+        } | {
             images: {
                 image_id: string;
                 name: string;
@@ -1599,6 +1809,14 @@ export interface components {
             };
         };
         GetSessionTokensResponse: {
+            next_cursor: null | string;
+            session_tokens: {
+                session_jwt?: string;
+                session_token: string;
+                session_token_date: string;
+                expires_at: string;
+            }[];
+        } | {
             session_tokens: {
                 session_jwt?: string;
                 session_token: string;
@@ -1619,6 +1837,18 @@ export interface components {
             };
         };
         GetStagingConfigsResponse: {
+            next_cursor: null | string;
+            staging_configs: {
+                staging_config_id: string;
+                zone_id: string;
+                zone_name: string;
+                image_id: string;
+                image_friendly_name: string;
+                num_sessions: number;
+                num_current_sessions: number;
+                expiration: number;
+            }[];
+        } | {
             staging_configs: {
                 staging_config_id: string;
                 zone_id: string;
@@ -1667,6 +1897,7 @@ export interface components {
             };
         };
         GetUsersResponse: {
+            next_cursor: null | string;
             users: {
                 workspaces: {
                     workspace_id: string;
@@ -1695,6 +1926,60 @@ export interface components {
                     name: string;
                     group_id: string;
                 }[];
+            }[];
+        } | {
+            users: {
+                workspaces: {
+                    workspace_id: string;
+                    start_date: string;
+                    keepalive_date: string;
+                    expiration_date: string;
+                    server: {
+                        server_id: string;
+                        hostname: string;
+                        port: number;
+                    } | null;
+                }[];
+                company: null;
+                user_id: string;
+                username: string;
+                first_name: null | string;
+                last_name: null | string;
+                phone: null | string;
+                organization: null | string;
+                notes: null | string;
+                locked: boolean;
+                disabled: boolean;
+                realm: string;
+                last_session: null | string;
+                groups: {
+                    name: string;
+                    group_id: string;
+                }[];
+            }[];
+        };
+        GetWebhookDeliveriesResponse: {
+            deliveries: {
+                delivery_id: string;
+                message_id: string;
+                event_type: string;
+                attempt: number;
+                status_code: null | number;
+                duration_ms: number;
+                succeeded: boolean;
+                error: null | string;
+                attempted: string;
+            }[];
+        };
+        GetWebhooksResponse: {
+            webhooks: {
+                webhook_id: string;
+                url: string;
+                events: string[];
+                description: null | string;
+                enabled: boolean;
+                disabled_reason: null | string;
+                created: string;
             }[];
         };
         GetWorkspaceBottleneckStatsResponse: {
@@ -1734,6 +2019,7 @@ export interface components {
             };
         };
         GetWorkspacesResponse: {
+            next_cursor: null | string;
             current_time: string;
             workspaces: {
                 server: {
@@ -1769,6 +2055,70 @@ export interface components {
                 cores: number;
                 memory: number;
                 operational_status: string;
+                operational_message: string;
+                is_persistent_profile: boolean;
+                persistent_profile_mode: null | string;
+                point_of_presence: null;
+                port_map: {
+                    [key: string]: {
+                        port: number;
+                        path: string;
+                    };
+                };
+                client_settings: {
+                    allow_workspace_audio: boolean;
+                    idle_disconnect: number;
+                    lock_sharing_video_mode: boolean;
+                    allow_persistent_profile: boolean;
+                    allow_workspace_clipboard_down: boolean;
+                    allow_workspace_microphone: boolean;
+                    allow_workspace_downloads: boolean;
+                    workspace_audio_default_on: boolean;
+                    allow_point_of_presence: boolean;
+                    allow_workspace_uploads: boolean;
+                    allow_workspace_clipboard_up: boolean;
+                    enable_webp: boolean;
+                    allow_workspace_sharing: boolean;
+                    allow_workspace_clipboard_seamless: boolean;
+                };
+            }[];
+        } | {
+            current_time: string;
+            workspaces: {
+                server: {
+                    port: number;
+                    hostname: string;
+                    zone_name: null | string;
+                    provider: string;
+                } | null;
+                user: {
+                    username: null | string;
+                };
+                workspace_id: string;
+                user_id: null | string;
+                image_id: string;
+                image: {
+                    image_id: string;
+                    name: string;
+                    image_src: string;
+                    friendly_name: string;
+                } | null;
+                server_id: null | string;
+                host: null | string;
+                hostname: null | string;
+                port: number;
+                container_id: null | string;
+                container_ip: null | string;
+                start_date: string;
+                keepalive_date: string;
+                expiration_date: string;
+                token: string;
+                view_only_token: string;
+                share_id: string;
+                cores: number;
+                memory: number;
+                operational_status: string;
+                operational_message: string;
                 is_persistent_profile: boolean;
                 persistent_profile_mode: null | string;
                 point_of_presence: null;
@@ -1829,6 +2179,7 @@ export interface components {
                 cores: number;
                 memory: number;
                 operational_status: string;
+                operational_message: string;
                 is_persistent_profile: boolean;
                 persistent_profile_mode: null | string;
                 point_of_presence: null;
@@ -1920,6 +2271,7 @@ export interface components {
                 cores: number;
                 memory: number;
                 operational_status: string;
+                operational_message: string;
                 is_persistent_profile: boolean;
                 persistent_profile_mode: null | string;
                 point_of_presence: null;
@@ -2009,9 +2361,18 @@ export interface components {
             notes?: string | null;
             password?: string;
         };
+        NewWebhook: {
+            url: string;
+            events: ("workspace.requested" | "workspace.running" | "workspace.failed" | "workspace.assigned" | "workspace.expired" | "workspace.stopping" | "workspace.destroyed" | "user.created" | "user.updated" | "user.deleted" | "staging.pool_filled")[];
+            description?: string | null;
+        };
         OwnedWorkspaceRef: {
-            user_id?: string | null;
+            user_id: string;
             workspace_id: string;
+        };
+        PageRequest: {
+            limit?: number | null;
+            cursor?: string | null;
         };
         RecordingResponse: {
             recording_id: string;
@@ -2055,11 +2416,23 @@ export interface components {
             user_id: string;
             workspace_url: string;
         };
+        RotateWebhookSecretResponse: {
+            webhook: {
+                secret: string;
+                webhook_id: string;
+                url: string;
+                events: string[];
+                description: null | string;
+                enabled: boolean;
+                disabled_reason: null | string;
+                created: string;
+            };
+        };
         ScreenshotRequest: {
             width?: number | null;
             height?: number | null;
             workspace_id: string;
-            user_id?: string | null;
+            user_id: string;
         };
         SessionCheckRequest: {
             session_jwt: string;
@@ -2069,6 +2442,11 @@ export interface components {
         };
         SessionTokenRequest: {
             target_session_token: components["schemas"]["SessionTokenRef"];
+        };
+        SessionTokensRequest: {
+            target_user: components["schemas"]["UserRef"];
+            limit?: number | null;
+            cursor?: string | null;
         };
         StagingConfigChanges: {
             staging_config_id: string;
@@ -2123,8 +2501,8 @@ export interface components {
             egress_credentials: {
                 egress_credential_id: string;
                 name: string;
-                username: null | string;
-                password: null | string;
+                username: string;
+                password: string;
                 enabled: boolean;
                 user_id: null | string;
                 group_id: null | string;
@@ -2135,7 +2513,7 @@ export interface components {
                 mesh_key: null | string;
                 custom_credential: null | string;
                 limit_active_connections: boolean;
-                active_connection_limit: null | number;
+                active_connection_limit: number;
                 active_connections: number;
                 egress_provider: {
                     egress_provider_id: string;
@@ -2195,6 +2573,20 @@ export interface components {
                 }[];
             };
         };
+        UpdateWebhookRequest: {
+            target_webhook: components["schemas"]["WebhookChanges"];
+        };
+        UpdateWebhookResponse: {
+            webhook: {
+                webhook_id: string;
+                url: string;
+                events: string[];
+                description: null | string;
+                enabled: boolean;
+                disabled_reason: null | string;
+                created: string;
+            };
+        };
         UserChanges: {
             user_id: string;
             username?: string;
@@ -2218,10 +2610,24 @@ export interface components {
         UserRef: {
             user_id: string;
         };
+        WebhookChanges: {
+            webhook_id: string;
+            url?: string;
+            events?: ("workspace.requested" | "workspace.running" | "workspace.failed" | "workspace.assigned" | "workspace.expired" | "workspace.stopping" | "workspace.destroyed" | "user.created" | "user.updated" | "user.deleted" | "staging.pool_filled")[];
+            description?: string | null;
+            enabled?: boolean;
+        };
+        WebhookDeliveriesRequest: {
+            webhook_id: string;
+            limit?: number | null;
+        };
+        WebhookRef: {
+            webhook_id: string;
+        };
         WorkspaceClientRequest: {
             client?: string | null;
             workspace_id: string;
-            user_id?: string | null;
+            user_id: string;
         };
         WorkspaceFilesListDownloadsResponse: {
             files: components["schemas"]["DownloadEntry"][];
@@ -2240,7 +2646,7 @@ export interface components {
         };
         WorkspaceStatusRequest: {
             workspace_id: string;
-            user_id?: string | null;
+            user_id: string;
             skip_agent_check?: boolean;
         };
     };
@@ -3539,6 +3945,100 @@ export interface operations {
             };
         };
     };
+    create_webhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Any unique string (a UUID); reuse it when retrying the same request. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiCredentials"] & components["schemas"]["CreateWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateWebhookResponse"];
+                };
+            };
+            /** @description A field is missing, of the wrong type or out of range, or an id names nothing (the message names the field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description Missing, unknown, expired or revoked API key, or a wrong secret */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The key lacks a permission the operation or its target needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request conflicts with the current state (a duplicate, a workspace not running, an Idempotency-Key reused with another body) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The body is larger than the api accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description Too many failed authentications from this address or for this key; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description PostgreSQL, Redis or a Docker host is unavailable, or no server has room; see Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+        };
+    };
     delete_cast_config: {
         parameters: {
             query?: never;
@@ -4085,6 +4585,97 @@ export interface operations {
             };
         };
     };
+    delete_webhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiCredentials"] & components["schemas"]["WebhookRef"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteWebhookResponse"];
+                };
+            };
+            /** @description A field is missing, of the wrong type or out of range, or an id names nothing (the message names the field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description Missing, unknown, expired or revoked API key, or a wrong secret */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The key lacks a permission the operation or its target needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request conflicts with the current state (a duplicate, a workspace not running, an Idempotency-Key reused with another body) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The body is larger than the api accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description Too many failed authentications from this address or for this key; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description PostgreSQL, Redis or a Docker host is unavailable, or no server has room; see Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+        };
+    };
     destroy_workspace: {
         parameters: {
             query?: never;
@@ -4440,7 +5031,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ApiCredentials"];
+                "application/json": components["schemas"]["ApiCredentials"] & components["schemas"]["PageRequest"];
             };
         };
         responses: {
@@ -4522,7 +5113,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ApiCredentials"];
+                "application/json": components["schemas"]["ApiCredentials"] & components["schemas"]["PageRequest"];
             };
         };
         responses: {
@@ -4941,7 +5532,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ApiCredentials"] & components["schemas"]["TargetUserRequest"];
+                "application/json": components["schemas"]["ApiCredentials"] & components["schemas"]["SessionTokensRequest"];
             };
         };
         responses: {
@@ -5187,7 +5778,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ApiCredentials"];
+                "application/json": components["schemas"]["ApiCredentials"] & components["schemas"]["PageRequest"];
             };
         };
         responses: {
@@ -5351,7 +5942,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ApiCredentials"];
+                "application/json": components["schemas"]["ApiCredentials"] & components["schemas"]["PageRequest"];
             };
         };
         responses: {
@@ -5362,6 +5953,170 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["GetUsersResponse"];
+                };
+            };
+            /** @description A field is missing, of the wrong type or out of range, or an id names nothing (the message names the field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description Missing, unknown, expired or revoked API key, or a wrong secret */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The key lacks a permission the operation or its target needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The body is larger than the api accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description Too many failed authentications from this address or for this key; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description PostgreSQL, Redis or a Docker host is unavailable, or no server has room; see Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+        };
+    };
+    get_webhook_deliveries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiCredentials"] & components["schemas"]["WebhookDeliveriesRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetWebhookDeliveriesResponse"];
+                };
+            };
+            /** @description A field is missing, of the wrong type or out of range, or an id names nothing (the message names the field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description Missing, unknown, expired or revoked API key, or a wrong secret */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The key lacks a permission the operation or its target needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The body is larger than the api accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description Too many failed authentications from this address or for this key; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description PostgreSQL, Redis or a Docker host is unavailable, or no server has room; see Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+        };
+    };
+    get_webhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiCredentials"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetWebhooksResponse"];
                 };
             };
             /** @description A field is missing, of the wrong type or out of range, or an id names nothing (the message names the field) */
@@ -5797,7 +6552,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ApiCredentials"];
+                "application/json": components["schemas"]["ApiCredentials"] & components["schemas"]["PageRequest"];
             };
         };
         responses: {
@@ -6413,6 +7168,97 @@ export interface operations {
             };
         };
     };
+    rotate_webhook_secret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiCredentials"] & components["schemas"]["WebhookRef"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RotateWebhookSecretResponse"];
+                };
+            };
+            /** @description A field is missing, of the wrong type or out of range, or an id names nothing (the message names the field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description Missing, unknown, expired or revoked API key, or a wrong secret */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The key lacks a permission the operation or its target needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request conflicts with the current state (a duplicate, a workspace not running, an Idempotency-Key reused with another body) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The body is larger than the api accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description Too many failed authentications from this address or for this key; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description PostgreSQL, Redis or a Docker host is unavailable, or no server has room; see Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+        };
+    };
     update_cast_config: {
         parameters: {
             query?: never;
@@ -6891,6 +7737,97 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UpdateUserAttributesResponse"];
+                };
+            };
+            /** @description A field is missing, of the wrong type or out of range, or an id names nothing (the message names the field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description Missing, unknown, expired or revoked API key, or a wrong secret */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The key lacks a permission the operation or its target needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request conflicts with the current state (a duplicate, a workspace not running, an Idempotency-Key reused with another body) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The body is larger than the api accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description Too many failed authentications from this address or for this key; see Retry-After */
+            429: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description PostgreSQL, Redis or a Docker host is unavailable, or no server has room; see Retry-After */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+        };
+    };
+    update_webhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiCredentials"] & components["schemas"]["UpdateWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateWebhookResponse"];
                 };
             };
             /** @description A field is missing, of the wrong type or out of range, or an id names nothing (the message names the field) */

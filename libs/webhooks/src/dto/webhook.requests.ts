@@ -1,6 +1,7 @@
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsBoolean, IsDefined, IsIn, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, Max, MaxLength, Min, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsBoolean, IsDefined, IsIn, IsNotEmpty, IsObject, IsOptional, IsString, MaxLength, ValidateNested } from 'class-validator';
 import { Settable } from '@ws/common';
+import { PageRequest } from '@ws/database';
 import { WEBHOOK_EVENT_TYPES } from '../webhook-events';
 
 const EVENTS_MESSAGE = `events must be an array of event types (${WEBHOOK_EVENT_TYPES.join(', ')}); empty means all`;
@@ -34,8 +35,10 @@ export class WebhookRef {
   @IsString() @IsNotEmpty() webhook_id!: string;
 }
 
-/** get_webhook_deliveries: one endpoint's most recent attempts, newest first. */
-export class WebhookDeliveriesRequest {
+/** get_webhooks: every endpoint, or a page of them. */
+export class WebhooksListRequest extends PageRequest {}
+
+/** get_webhook_deliveries: one endpoint's attempts, newest first (the latest 100, or pages: limit, cursor). */
+export class WebhookDeliveriesRequest extends PageRequest {
   @IsString() @IsNotEmpty() webhook_id!: string;
-  @IsOptional() @IsInt() @Min(1) @Max(1000) limit?: number;
 }
