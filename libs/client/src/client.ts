@@ -124,7 +124,7 @@ export class ClientCore {
    * Every item of a paged list, page after page (`limit`, then `cursor` from each answer's `next_cursor`), until
    * `next_cursor` is null or absent. `for await (const user of client.paginate('get_users', { limit: 100 }))`.
    */
-  async *paginate<N extends PagedOperation>(operation: N, body: RequestOf<N> & { limit?: number } = {} as RequestOf<N>, options: CallOptions = {}): AsyncGenerator<ItemOf<N>, void, undefined> {
+  async *paginate<N extends PagedOperation>(operation: N, body: RequestOf<N> & { limit?: number } = {} as RequestOf<N> & { limit?: number }, options: CallOptions = {}): AsyncGenerator<ItemOf<N>, void, undefined> {
     let cursor: string | null = null;
     const seen = new Set<string>();
     for (let page = 0; page < MAX_PAGES; page++) {

@@ -1,5 +1,5 @@
 // What other libraries and the apps use of @ws/webhooks; everything else is internal to it.
-export { CreateWebhookRequest, UpdateWebhookRequest, WebhookDeliveriesRequest, WebhookRef, WebhooksListRequest } from './dto/webhook.requests';
+export { CreateWebhookRequest, UpdateWebhookRequest, WebhookDeliveriesRequest, WebhookRef } from './dto/webhook.requests';
 export { UserWebhooksFeed } from './user-webhooks.feed';
 export { WebhookDispatcher, webhookRetryDelayMs } from './webhook-dispatcher.service';
 export { WEBHOOK_EVENT_TYPES } from './webhook-events';

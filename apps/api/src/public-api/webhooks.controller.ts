@@ -1,7 +1,8 @@
 import { Body, Controller } from '@nestjs/common';
 import { Operation } from '@ws/auth';
+import { PageRequest } from '@ws/database';
 import {
-  CreateWebhookRequest, toWebhookDeliveryResponse, toWebhookResponse, toWebhookWithSecret, UpdateWebhookRequest, WebhookDeliveriesRequest, WebhookRef, WebhooksListRequest,
+  CreateWebhookRequest, toWebhookDeliveryResponse, toWebhookResponse, toWebhookWithSecret, UpdateWebhookRequest, WebhookDeliveriesRequest, WebhookRef,
   WebhooksService,
 } from '@ws/webhooks';
 
@@ -16,7 +17,7 @@ export class WebhooksController {
   }
 
   @Operation('get_webhooks')
-  async list(@Body() body: WebhooksListRequest) {
+  async list(@Body() body: PageRequest) {
     const { rows, paging } = await this.webhooks.list(body);
     return { webhooks: rows.map(toWebhookResponse), ...paging };
   }

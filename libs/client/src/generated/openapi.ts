@@ -1959,6 +1959,19 @@ export interface components {
             }[];
         };
         GetWebhookDeliveriesResponse: {
+            next_cursor: null | string;
+            deliveries: {
+                delivery_id: string;
+                message_id: string;
+                event_type: string;
+                attempt: number;
+                status_code: null | number;
+                duration_ms: number;
+                succeeded: boolean;
+                error: null | string;
+                attempted: string;
+            }[];
+        } | {
             deliveries: {
                 delivery_id: string;
                 message_id: string;
@@ -1972,6 +1985,17 @@ export interface components {
             }[];
         };
         GetWebhooksResponse: {
+            next_cursor: null | string;
+            webhooks: {
+                webhook_id: string;
+                url: string;
+                events: string[];
+                description: null | string;
+                enabled: boolean;
+                disabled_reason: null | string;
+                created: string;
+            }[];
+        } | {
             webhooks: {
                 webhook_id: string;
                 url: string;
@@ -2620,6 +2644,7 @@ export interface components {
         WebhookDeliveriesRequest: {
             webhook_id: string;
             limit?: number | null;
+            cursor?: string | null;
         };
         WebhookRef: {
             webhook_id: string;
@@ -6106,7 +6131,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ApiCredentials"];
+                "application/json": components["schemas"]["ApiCredentials"] & components["schemas"]["PageRequest"];
             };
         };
         responses: {

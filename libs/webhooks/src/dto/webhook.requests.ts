@@ -35,9 +35,6 @@ export class WebhookRef {
   @IsString() @IsNotEmpty() webhook_id!: string;
 }
 
-/** get_webhooks: every endpoint, or a page of them. */
-export class WebhooksListRequest extends PageRequest {}
-
 /** get_webhook_deliveries: one endpoint's attempts, newest first (the latest 100, or pages: limit, cursor). */
 export class WebhookDeliveriesRequest extends PageRequest {
   @IsString() @IsNotEmpty() webhook_id!: string;
