@@ -2,6 +2,7 @@ import { request as httpRequest } from 'node:http';
 import { JobProducer, QUEUES } from '@ws/queue';
 import { QUEUE_DASHBOARD_PATH, queueDashboardRoutes } from '../../apps/api/src/admin/queue-dashboard';
 import { createApi } from '../../apps/api/src/bootstrap';
+import { ensureChromium, launchChromium } from './browser';
 import { TestApi, TestKey, waitFor } from './harness';
 
 /**
@@ -48,6 +49,8 @@ describe('queue dashboard at /admin/queues', () => {
   let readOnlyQueuesAdmin: TestKey;
 
   beforeAll(async () => {
+    // Before the worker starts: installing chromium (when missing) blocks this process.
+    ensureChromium();
     // Real limits per address (each test sends from addresses of its own); the worker runs the jobs the dashboard retries.
     api = await TestApi.start({ AUTH_FAILURES_PER_ADDRESS: FAILURES_PER_ADDRESS, AUTH_FAILURES_PER_KEY: 1_000_000, AUTH_BLOCK_SECONDS: 600 }, { worker: true });
     base = await api.listen();
@@ -145,8 +148,9 @@ describe('queue dashboard at /admin/queues', () => {
       expect(page.headers['content-type']).toMatch(/^text\/html/);
       expect(page.text).toContain(`<base href="${QUEUE_DASHBOARD_PATH}/"`);
       expect(page.headers['content-security-policy']).toContain("default-src 'none'");
-      // Every policy source is this origin (the page's link to a font stylesheet elsewhere is refused by it).
+      // Every policy source is this origin, and the page names no other site (the package's font link is dropped).
       expect(page.headers['content-security-policy']).not.toMatch(/https?:|\*/);
+      expect(page.text).not.toMatch(/(?:src|href)\s*=\s*["']?(?:https?:)?\/\//i);
       const scripts = [...page.text.matchAll(/src="(static\/[^"]+)"/g)].map((m) => m[1]);
       const styles = [...page.text.matchAll(/href="(static\/[^"]+\.css)"/g)].map((m) => m[1]);
       expect(scripts.length).toBeGreaterThan(0);
@@ -217,6 +221,35 @@ describe('queue dashboard at /admin/queues', () => {
       expect(job && (await job.getState())).toBe('failed');
       expect(job?.attemptsMade).toBe(1);
     });
+  });
+
+  it('in a browser: the operator logs in with Basic, the board shows every queue and loads nothing from elsewhere', async () => {
+    const browser = await launchChromium();
+    try {
+      const context = await browser.newContext({ httpCredentials: { username: queuesAdmin.api_key, password: queuesAdmin.api_key_secret } });
+      const page = await context.newPage();
+      const elsewhere: string[] = [];
+      const failed: string[] = [];
+      page.on('request', (r) => {
+        if (new URL(r.url()).origin !== base && !r.url().startsWith('data:')) elsewhere.push(r.url());
+      });
+      page.on('response', (r) => {
+        if (r.status() >= 400) failed.push(`${r.status()} ${r.url()}`);
+      });
+      const scriptErrors: string[] = [];
+      page.on('pageerror', (e) => scriptErrors.push(e.message));
+      const res = await page.goto(`${base}${QUEUE_DASHBOARD_PATH}`, { timeout: 60_000 });
+      expect(res?.status()).toBe(200);
+      for (const name of Object.values(QUEUES)) {
+        await page.getByText(name, { exact: true }).first().waitFor({ timeout: 60_000 });
+      }
+      expect(scriptErrors).toEqual([]);
+      expect(failed).toEqual([]);
+      // The package's page links a font stylesheet of another site: that link is dropped (and the policy would refuse it).
+      expect(elsewhere).toEqual([]);
+    } finally {
+      await browser.close();
+    }
   });
 
   it('QUEUE_DASHBOARD=false: nothing is served there (the api\'s 404)', async () => {

@@ -15,9 +15,8 @@ const WHAT = 'the queue dashboard';
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
- * The page's policy: everything from this origin. The package's page links a web font stylesheet of another
- * site; it is refused here (the dashboard falls back to local fonts), so nothing is fetched from outside.
- * Inline styles are the React UI's own.
+ * The page's policy: everything from this origin (the package's page links a web font stylesheet of another
+ * site: `withoutExternalLinks` drops that link, and this would refuse it). Inline styles are the React UI's own.
  */
 export const QUEUE_DASHBOARD_CSP = [
   "default-src 'none'",
@@ -108,6 +107,7 @@ export function registerQueueDashboard(fastify: FastifyInstance, deps: QueueDash
       if (type.startsWith('text/html')) {
         void reply.header('content-security-policy', QUEUE_DASHBOARD_CSP);
         void reply.header('referrer-policy', 'no-referrer');
+        if (typeof payload === 'string') payload = withoutExternalLinks(payload);
       }
       // The page and the api's answers show live state to one operator: never stored. Static files keep their caching.
       if (type.startsWith('text/html') || type.startsWith('application/json')) void reply.header('cache-control', 'no-store');
@@ -123,6 +123,11 @@ const registered = new WeakMap<FastifyInstance, string[]>();
 /** `METHOD url` of every route the dashboard registered on this instance, once it is ready (for the tests). */
 export function queueDashboardRoutes(fastify: FastifyInstance): readonly string[] {
   return registered.get(fastify) ?? [];
+}
+
+/** The page without `<link>`s to other sites (the package's web font stylesheet): the dashboard uses local fonts. */
+export function withoutExternalLinks(html: string): string {
+  return html.replace(/<link\b[^>]*\bhref\s*=\s*["']?(?:https?:)?\/\/[^>]*>/gi, '');
 }
 
 function refuse(reply: FastifyReply, status: number, body: Record<string, unknown>): FastifyReply {
