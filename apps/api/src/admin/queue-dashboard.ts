@@ -5,6 +5,7 @@ import { FastifyAdapter as BullBoardAdapter } from '@bull-board/fastify';
 import type { Queue } from 'bullmq';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OperatorAuthenticator } from '@ws/auth';
+import { RETRY_AFTER_SECONDS } from '@ws/common';
 import { JobProducer, QUEUES, RedisConnections } from '@ws/queue';
 import { originAllowed } from '../client/browser-request-guard';
 import { describeError } from '../errors/api-exception.filter';
@@ -92,7 +93,9 @@ export function registerQueueDashboard(fastify: FastifyInstance, deps: QueueDash
     } catch (error) {
       const { status, body, retryAfterSeconds } = describeError(error);
       if (status === 401) void reply.header('www-authenticate', 'Basic realm="workspace-server queues", charset="UTF-8"');
-      if (retryAfterSeconds !== undefined) void reply.header('retry-after', String(retryAfterSeconds));
+      // As the api's exception filter: every 503 says when to come back.
+      const retryAfter = retryAfterSeconds ?? (status === 503 ? RETRY_AFTER_SECONDS : undefined);
+      if (retryAfter !== undefined) void reply.header('retry-after', String(retryAfter));
       return refuse(reply, status, body);
     }
   };
