@@ -1,6 +1,9 @@
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { OperatorAuthenticator } from '@ws/auth';
 import { addressList, AppConfig, loadConfig } from '@ws/common';
+import { JobProducer, RedisConnections } from '@ws/queue';
+import { registerQueueDashboard } from './admin/queue-dashboard';
 import { AppModule } from './app.module';
 import { registerBrowserRequestGuard } from './client/browser-request-guard';
 import { configureFastify } from './http-setup';
@@ -23,6 +26,9 @@ export async function createApi(overrides: Partial<AppConfig> = {}): Promise<Nes
     abortOnError: false,
     logger: ['error', 'warn', ...(config.LOG_LEVEL === 'log' || config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'verbose' ? (['log'] as const) : [])],
   });
+  if (config.QUEUE_DASHBOARD) {
+    registerQueueDashboard(adapter.getInstance(), { operators: app.get(OperatorAuthenticator), jobs: app.get(JobProducer), redis: app.get(RedisConnections) }, config.PUBLIC_BASE_URL);
+  }
   app.enableShutdownHooks();
   return app;
 }

@@ -22,6 +22,8 @@ export class AppConfig {
   @Matches(/^https?:\/\/[^/\s]+$/, { message: 'must be an http(s) origin without a trailing slash' })
   PUBLIC_BASE_URL = 'http://127.0.0.1:8080';
   @Transform(toInt) @IsInt() @Min(1024) @Max(64 * 1024 * 1024) MAX_BODY_BYTES = 1024 * 1024;
+  /** The queue dashboard at /admin/queues (API keys holding Queues Admin, by HTTP Basic); false: not served at all. */
+  @Transform(toBool) @IsBoolean() QUEUE_DASHBOARD = true;
 
   @IsString() DATABASE_HOST = '127.0.0.1';
   @Transform(toInt) @IsInt() @Min(1) @Max(65535) DATABASE_PORT = 5432;
