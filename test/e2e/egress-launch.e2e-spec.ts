@@ -216,10 +216,10 @@ describe('egress at launch on a real desktop', () => {
       target_egress_credential: { egress_provider_id: toWireId(wg.id), name: 'office', vpn_private_key: privateKey, allow_all_gateways: true, user_id: userId },
     });
     credentialId = res.body.egress_credentials[0].egress_credential_id;
-    // Stored encrypted (issue 21); the container below still gets the secret in clear.
-    const [stored] = await db.query('SELECT password FROM egress_credentials WHERE id = $1', [parseId(credentialId)]);
-    expect(stored.password).toMatch(/^v1:/);
-    expect(stored.password).not.toContain('s3cret');
+    // Stored encrypted (issue 21); the sidecar below still gets the key in clear.
+    const [stored] = await db.query('SELECT vpn_private_key FROM egress_credentials WHERE id = $1', [parseId(credentialId)]);
+    expect(stored.vpn_private_key).toMatch(/^v1:/);
+    expect(stored.vpn_private_key).not.toContain(privateKey);
     redis = new Redis(api.config.REDIS_URL, { maxRetriesPerRequest: null });
     queue = new Queue(QUEUES.workspaces, { connection: redis, prefix: api.config.REDIS_PREFIX });
   });
