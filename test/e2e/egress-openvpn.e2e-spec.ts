@@ -134,7 +134,8 @@ describe('egress through a real OpenVPN gateway (username_password_vpn) and a cu
     const r = await settled(refused);
     expect(r.status).toBe('failed');
     expect(r.operational_message).toMatch(/egress gateway ovpn-exit could not start: authentication refused/);
-    expect(await connections()).toBe(before);
+    // Released in its own transaction right after the row turned failed.
+    await waitFor('the connection released', async () => ((await connections()) === before ? true : undefined), 30_000, 100);
     await waitFor('no container left', async () =>
       ((await engine.listContainers({ all: true, filters: { label: [`workspace-server.workspace-id=${parseId(refused)}`] } })).length === 0 ? true : undefined), 30_000, 200);
   });
@@ -145,7 +146,8 @@ describe('egress through a real OpenVPN gateway (username_password_vpn) and a cu
     const wrongCa = await launch(userId, wrongCaGatewayId);
     expect(await settled(noCa)).toEqual({ status: 'failed', operational_message: expect.stringMatching(/bad configuration of the egress gateway ovpn-no-ca: config.ca is required/) });
     expect(await settled(wrongCa)).toEqual({ status: 'failed', operational_message: expect.stringMatching(/egress gateway ovpn-wrong-ca could not start: the server's certificate does not match the gateway's CA/) });
-    expect(await connections()).toBe(before);
+    // Released in its own transaction right after the row turned failed.
+    await waitFor('the connection released', async () => ((await connections()) === before ? true : undefined), 30_000, 100);
   });
 
   it('custom: the command gets the credential on standard input, not in its environment; the desktop has neither', async () => {
@@ -161,12 +163,19 @@ describe('egress through a real OpenVPN gateway (username_password_vpn) and a cu
     expect((await api.call('destroy_workspace', admin, { workspace_id: workspaceId, user_id: userId })).status).toBe(200);
   });
 
-  it('with the gateway stopped, the tunnelled workspace reaches nothing (kill switch) and its sidecar says down; destroy removes it', async () => {
+  it('with the gateway stopped, the tunnelled workspace reaches nothing (kill switch) and its sidecar and its status say the tunnel is down; destroy removes it', async () => {
     await gw.stop();
     expect(await run(tunnelled, fetchAddressCommand(gw.outsideAddress))).toBe('');
     expect(await run(tunnelled, fetchAddressCommand(gw.canaryAddress))).toBe('');
     // The server's keepalive (ping-restart 10 s) ends the session: OpenVPN's down hook.
     await waitFor('the sidecar says the tunnel is down', async () => ((await inSidecar(tunnelled, 'cat /run/egress/status')) === 'down' ? true : undefined), 60_000, 500);
+    // The sidecar's health check and the worker's pass carry it to the workspace's status, which stays running.
+    const down = await waitFor('the tunnel-down note', async () => {
+      const res = await api.call('get_workspace_status', admin, { workspace_id: tunnelled, user_id: userId });
+      const w = res.body.workspace as { operational_status: string; operational_message: string } | undefined;
+      return w && /egress tunnel to the gateway ovpn-exit is down/.test(w.operational_message) ? w : undefined;
+    }, 90_000, 1000);
+    expect(down.operational_status).toBe('running');
     expect((await api.call('destroy_workspace', admin, { workspace_id: tunnelled, user_id: userId })).status).toBe(200);
     await waitFor('the workspace deleted', async () => ((await row(tunnelled)).status === 'deleted' ? true : undefined), 60_000, 100);
     expect(await engine.listContainers({ all: true, filters: { label: [`workspace-server.workspace-id=${parseId(tunnelled)}`] } })).toEqual([]);

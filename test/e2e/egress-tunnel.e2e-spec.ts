@@ -125,7 +125,8 @@ describe('egress through a real WireGuard gateway (key_pair_tunnel)', () => {
     const r = await settled(refused);
     expect(r.status).toBe('failed');
     expect(r.operational_message).toMatch(/egress gateway wg-wrong-key did not come up/);
-    expect(await connections()).toBe(before);
+    // Released in its own transaction right after the row turned failed.
+    await waitFor('the connection released', async () => ((await connections()) === before ? true : undefined), 30_000, 100);
     await waitFor('no container left', async () =>
       ((await engine.listContainers({ all: true, filters: { label: [`workspace-server.workspace-id=${parseId(refused)}`] } })).length === 0 ? true : undefined), 30_000, 200);
   });
