@@ -9,7 +9,8 @@
  */
 import { createConnection, createServer, Server as NetServer, Socket } from 'node:net';
 import { DataSource } from 'typeorm';
-import { parseId, toWireId } from '@ws/common';
+import { LABELS } from '@ws/agent';
+import { newId, parseId, toWireId } from '@ws/common';
 import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
 import { ZonesService } from '@ws/zones';
@@ -148,8 +149,12 @@ describe('host health: a server that stops answering is marked down, skipped and
     expect(refused.status).toBe(503);
     expect(refused.body.error_message).toMatch(/every server that can run image Pinned to far is unreachable/);
 
-    // While it is away a container disappears from it (removed on the engine directly).
+    // While it is away a container disappears from it (removed on the engine directly), and an orphan appears on it
+    // (this deployment's labels, a workspace id no live workspace has).
     await localDocker().remove(removedMeanwhile.container_id);
+    const orphan = await localDocker().docker.createContainer({
+      Image: desktopImage(), Entrypoint: ['sleep'], Cmd: ['300'], Labels: { [LABELS.deploymentId]: api.config.DEPLOYMENT_ID, [LABELS.workspaceId]: newId() },
+    });
 
     // The host answers again: up, the message clears, and the reconciler has run against it at once.
     await proxy.start();
@@ -160,6 +165,7 @@ describe('host health: a server that stops answering is marked down, skipped and
       return res.body.operational_status === 'stopped' ? res.body : undefined;
     }, 30_000);
     expect(vanished.operational_message).toBe('The workspace container vanished from its server');
+    await waitFor('the orphan removed', async () => ((await api.containers()).some((c) => c.id === orphan.id) ? undefined : true), 30_000);
     const back = await status(kept.workspace_id);
     expect(back.body.workspace).toEqual(expect.objectContaining({ operational_status: 'running', hostname: 'far' }));
     expect(await listed(kept.workspace_id)).toEqual(expect.objectContaining({ operational_message: ownMessage, server: expect.objectContaining({ health: 'up', down_since: null }) }));
