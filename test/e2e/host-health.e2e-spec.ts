@@ -65,6 +65,8 @@ describe('host health: a server that stops answering is marked down, skipped and
   let userId: string;
   let imageId: string;
   let pinnedImageId: string;
+  let stagedImageId: string;
+  let zoneId: string;
   let restoreEnv: () => Promise<void> = async () => undefined;
 
   beforeAll(async () => {
@@ -82,6 +84,8 @@ describe('host health: a server that stops answering is marked down, skipped and
     const desktop = { name: desktopImage(), cores: 0.25, memory: 384 * 1024 ** 2, xRes: 800, yRes: 600, portMap: { vnc: '5900/tcp' } };
     imageId = toWireId((await images.upsert({ ...desktop, friendlyName: 'Health desktop' })).id);
     pinnedImageId = toWireId((await images.upsert({ ...desktop, friendlyName: 'Pinned to far', restrictToServer: true, serverId: far.id })).id);
+    stagedImageId = toWireId((await images.upsert({ ...desktop, friendlyName: 'Staged desktop' })).id);
+    zoneId = toWireId(zone.id);
     admin = await api.key(['Global Admin']);
     key = await api.key(['Users Auth Session', 'User']);
     userId = (await api.call('create_user', admin, { target_user: { username: 'health-user' } })).body.user.user_id;
@@ -160,8 +164,9 @@ describe('host health: a server that stops answering is marked down, skipped and
     await proxy.start();
     await waitFor('far marked up', async () => ((await serverNamed('far')).health === 'up' ? true : undefined), 30_000);
     expect(await serverNamed('far')).toEqual(expect.objectContaining({ health_reason: null, down_since: null }));
+    // The stored status (skip_agent_check): only the reconciler can have changed it, not this read asking Docker.
     const vanished = await waitFor('the vanished container reported', async () => {
-      const res = await status(removedMeanwhile.workspace_id);
+      const res = await api.call('get_workspace_status', key, { workspace_id: removedMeanwhile.workspace_id, user_id: userId, skip_agent_check: true });
       return res.body.operational_status === 'stopped' ? res.body : undefined;
     }, 30_000);
     expect(vanished.operational_message).toBe('The workspace container vanished from its server');
@@ -171,5 +176,38 @@ describe('host health: a server that stops answering is marked down, skipped and
     expect(await listed(kept.workspace_id)).toEqual(expect.objectContaining({ operational_message: ownMessage, server: expect.objectContaining({ health: 'up', down_since: null }) }));
     // And it takes new work again.
     expect((await launch()).hostname).toBe('far');
+  });
+
+  it('a staged desktop on a host marked down is not handed out: the pool refills on a host that answers', async () => {
+    const created = await api.call('create_staging_config', admin, { target_staging_config: { zone_id: zoneId, image_id: stagedImageId, num_sessions: 1, expiration: 1 } });
+    expect(created.body).toEqual(expect.objectContaining({ staging_config: expect.any(Object) }));
+    const configId = parseId(created.body.staging_config.staging_config_id);
+    const pool = async () => (await db.query(
+      `SELECT w.id, w.status, s.hostname FROM workspaces w JOIN servers s ON s.id = w.server_id
+        WHERE w.staging_config_id = $1 AND w.user_id IS NULL AND w.assigned_at IS NULL AND w.status IN ('starting', 'running')`, [configId],
+    )) as Array<{ id: string; status: string; hostname: string }>;
+    const onlyRunningOn = (hostname: string) => async () => {
+      const rows = await pool();
+      const ready = rows.filter((r) => r.status === 'running' && r.hostname === hostname);
+      return ready.length === 1 ? ready[0].id : undefined;
+    };
+    const onFar = await waitFor('a staged desktop on far', onlyRunningOn('far'), 120_000, 250);
+
+    await proxy.stop();
+    await waitFor('far marked down', async () => ((await serverNamed('far')).health === 'down' ? true : undefined), 30_000);
+    // Not counted while its host is away: the pool refills on the host that answers, and a claim takes that one.
+    const onLocal = await waitFor('a staged desktop on local', onlyRunningOn('local'), 120_000, 250);
+    const claimed = await api.call('request_workspace', key, { user_id: userId, image_id: stagedImageId });
+    expect(claimed.status).toBe(200);
+    expect(parseId(claimed.body.workspace_id)).toBe(onLocal);
+    expect((await pool()).map((r) => r.id)).toContain(onFar);
+
+    // Back: the far desktop counts again, and the pool settles at its size (a surplus is trimmed as usual).
+    await proxy.start();
+    await waitFor('far marked up', async () => ((await serverNamed('far')).health === 'up' ? true : undefined), 30_000);
+    await waitFor('the pool back at one ready desktop', async () => {
+      const rows = await pool();
+      return rows.length === 1 && rows[0].status === 'running' ? true : undefined;
+    }, 120_000, 250);
   });
 });
