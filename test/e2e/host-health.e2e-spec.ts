@@ -25,8 +25,15 @@ class DockerProxy {
 
   constructor(readonly port: number) {}
 
-  async start(): Promise<void> {
+  /** `silent`: accepts connections and never answers (a host that hangs rather than refuses). */
+  async start(mode: 'forward' | 'silent' = 'forward'): Promise<void> {
     const server = createServer((client) => {
+      if (mode === 'silent') {
+        this.sockets.add(client);
+        client.on('close', () => this.sockets.delete(client));
+        client.on('error', () => undefined);
+        return;
+      }
       const upstream = createConnection({ path: '/var/run/docker.sock' });
       for (const s of [client, upstream]) {
         this.sockets.add(s);
@@ -176,6 +183,19 @@ describe('host health: a server that stops answering is marked down, skipped and
     expect(await listed(kept.workspace_id)).toEqual(expect.objectContaining({ operational_message: ownMessage, server: expect.objectContaining({ health: 'up', down_since: null }) }));
     // And it takes new work again.
     expect((await launch()).hostname).toBe('far');
+  });
+
+  it('a host that accepts connections but never answers is marked down within the bound of its checks', async () => {
+    await proxy.stop();
+    await proxy.start('silent');
+    const down = await waitFor('far marked down', async () => {
+      const s = await serverNamed('far');
+      return s.health === 'down' ? s : undefined;
+    }, 30_000);
+    expect(down.health_reason).toBe('Docker on server far did not answer "ping" within 1000 ms');
+    await proxy.stop();
+    await proxy.start();
+    await waitFor('far marked up', async () => ((await serverNamed('far')).health === 'up' ? true : undefined), 30_000);
   });
 
   it('a staged desktop on a host marked down is not handed out: the pool refills on a host that answers', async () => {
