@@ -15,7 +15,7 @@ import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
 import { ZonesService } from '@ws/zones';
 import { runCli as cli, useApiForCli } from './cli-runner';
-import { waitForRunningWorkspace } from './fixtures';
+import { waitForRemovedWorkspace, waitForRunningWorkspace } from './fixtures';
 import { desktopImage, freePort, localDocker, TestApi, TestKey, TIMESTAMP, waitFor } from './harness';
 
 /** A loopback TCP port that forwards to the local Docker socket while started. */
@@ -121,7 +121,8 @@ describe('host health: a server that stops answering is marked down, skipped and
 
     const kept = await launch();
     const removedMeanwhile = await launch();
-    expect([kept.hostname, removedMeanwhile.hostname]).toEqual(['far', 'far']);
+    const destroyedMeanwhile = await launch();
+    expect([kept.hostname, removedMeanwhile.hostname, destroyedMeanwhile.hostname]).toEqual(['far', 'far', 'far']);
     // The row's own message (the launch's last step) while its host is up.
     const ownMessage = (await listed(kept.workspace_id))?.operational_message;
     expect(ownMessage).not.toMatch(/unreachable/);
@@ -163,6 +164,9 @@ describe('host health: a server that stops answering is marked down, skipped and
     // While it is away a container disappears from it (removed on the engine directly), and an orphan appears on it
     // (this deployment's labels, a workspace id no live workspace has).
     await localDocker().remove(removedMeanwhile.container_id);
+    // And its user ends a workspace on it: the removal waits for the host (the row stays, stopping).
+    expect((await api.call('destroy_workspace', key, { workspace_id: destroyedMeanwhile.workspace_id })).status).toBe(200);
+    expect((await status(destroyedMeanwhile.workspace_id)).body).toEqual(expect.objectContaining({ operational_status: 'stopping', operational_message: expect.stringContaining('host far is unreachable') }));
     const orphan = await localDocker().docker.createContainer({
       Image: desktopImage(), Entrypoint: ['sleep'], Cmd: ['300'], Labels: { [LABELS.deploymentId]: api.config.DEPLOYMENT_ID, [LABELS.workspaceId]: newId() },
     });
@@ -177,6 +181,8 @@ describe('host health: a server that stops answering is marked down, skipped and
       return res.body.operational_status === 'stopped' ? res.body : undefined;
     }, 30_000);
     expect(vanished.operational_message).toBe('The workspace container vanished from its server');
+    await waitForRemovedWorkspace(api, key, destroyedMeanwhile.workspace_id, userId);
+    expect((await api.containers()).map((c) => c.id)).not.toContain(destroyedMeanwhile.container_id);
     await waitFor('the orphan removed', async () => ((await api.containers()).some((c) => c.id === orphan.id) ? undefined : true), 30_000);
     const back = await status(kept.workspace_id);
     expect(back.body.workspace).toEqual(expect.objectContaining({ operational_status: 'running', hostname: 'far' }));
