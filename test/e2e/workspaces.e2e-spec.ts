@@ -105,7 +105,9 @@ describe('workspace lifecycle on a real Docker engine', () => {
 
     // keepalive moves the expiration forward.
     const before = (await api.op('get_workspaces', admin)).body.workspaces.find((x: { workspace_id: string }) => x.workspace_id === r.workspace_id);
-    expect(before).toEqual(expect.objectContaining({ server: { port: w.port, hostname: 'local', zone_name: 'default', provider: 'docker' }, user: { username: 'worker-bee' } }));
+    // Checked by the worker's health job, or not yet (it runs every SERVER_HEALTH_INTERVAL_MS).
+    const checkedAt = before?.server?.health_checked_at === null ? null : expect.stringMatching(TIMESTAMP);
+    expect(before).toEqual(expect.objectContaining({ server: { port: w.port, hostname: 'local', zone_name: 'default', provider: 'docker', health: 'up', health_reason: null, health_checked_at: checkedAt, down_since: null }, user: { username: 'worker-bee' } }));
     const keepalive = await api.op('keepalive', key, { workspace_id: r.workspace_id });
     expect(keepalive.body).toEqual({ usage_reached: false });
     const after = (await api.op('get_workspaces', admin)).body.workspaces.find((x: { workspace_id: string }) => x.workspace_id === r.workspace_id);

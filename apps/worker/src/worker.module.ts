@@ -7,6 +7,7 @@ import { LicensingModule } from '@ws/licensing';
 import { QueueModule, QueueWorkers } from '@ws/queue';
 import { RecordingsModule } from '@ws/recordings';
 import { ServerSessionsModule } from '@ws/server-sessions';
+import { ServersModule } from '@ws/servers';
 import { SettingsModule } from '@ws/settings';
 import { StagingModule } from '@ws/staging';
 import { UsersModule } from '@ws/users';
@@ -24,7 +25,7 @@ export class WorkerModule {
   static forRoot(overrides: Partial<AppConfig> = {}): DynamicModule {
     return {
       module: WorkerModule,
-      imports: [ConfigModule.forRoot(overrides), DiscoveryModule, DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, WorkspacesModule, ServerSessionsModule, StagingModule, RecordingsModule, LicensingModule, WebhooksModule],
+      imports: [ConfigModule.forRoot(overrides), DiscoveryModule, DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, ServersModule, WorkspacesModule, ServerSessionsModule, StagingModule, RecordingsModule, LicensingModule, WebhooksModule],
       providers: [QueueWorkers, WorkspacesProcessor, MaintenanceProcessor, StagingProcessor, WorkspaceEventRelay, WorkspaceEventsProcessor, WorkspaceEventLog, RecordingsProcessor,
         WorkspaceWebhooks, UserWebhooksFeed, WebhookDispatcher, WebhooksProcessor],
     };

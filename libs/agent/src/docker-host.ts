@@ -413,8 +413,9 @@ export class DockerHost {
     }
   }
 
-  async ping(): Promise<true> {
-    await this.call('ping', {}, (abortSignal) => (this.docker as unknown as WithOptions).ping({ abortSignal }));
+  /** `timeoutMs` bounds this call alone (a health check's short bound); default the host's request bound. */
+  async ping(timeoutMs = this.requestTimeoutMs): Promise<true> {
+    await this.call('ping', {}, (abortSignal) => (this.docker as unknown as WithOptions).ping({ abortSignal }), timeoutMs);
     return true;
   }
 

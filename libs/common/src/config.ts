@@ -183,6 +183,14 @@ export class AppConfig {
    */
   @Transform(toInt) @IsInt() @Min(100) @Max(60_000) IDLE_DISCONNECT_MINUTE_MS = 60_000;
 
+  /**
+   * Worker: how often every enabled server's Docker engine is pinged (job maintenance.check-server-health). A server
+   * that fails a check and its one retry is marked down (placement skips it) until a check succeeds again.
+   */
+  @Transform(toInt) @IsInt() @Min(200) @Max(600_000) SERVER_HEALTH_INTERVAL_MS = 10_000;
+  /** Worker: the bound of one health ping (the retry gets as long again). */
+  @Transform(toInt) @IsInt() @Min(100) @Max(60_000) SERVER_HEALTH_TIMEOUT_MS = 3000;
+
   @IsIn(['error', 'warn', 'log', 'debug', 'verbose']) LOG_LEVEL = 'log';
   /** Worker: concurrent jobs per queue in one process. */
   @Transform(toInt) @IsInt() @Min(1) @Max(64) WORKER_CONCURRENCY = 4;

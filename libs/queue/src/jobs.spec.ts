@@ -12,6 +12,8 @@ describe('the job policy table', () => {
     expect(new Set(SCHEDULED_JOBS)).toEqual(new Set(Object.entries(JOBS).filter(([, p]) => p.everyMs !== undefined).map(([n]) => n)));
     expect(SCHEDULED_JOBS).toContain('workspace-events.relay');
     expect(SCHEDULED_JOBS).not.toContain('workspace.provision');
+    // The host health check's period is the operator's (SERVER_HEALTH_INTERVAL_MS), about 10 s by default.
+    expect(JOBS['maintenance.check-server-health']).toEqual(expect.objectContaining({ queue: QUEUES.maintenance, everyMs: 10_000, everyMsSetting: 'SERVER_HEALTH_INTERVAL_MS' }));
   });
 
   it('turns a policy into BullMQ options: attempts, exponential backoff, bounded retention', () => {

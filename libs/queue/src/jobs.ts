@@ -34,6 +34,8 @@ export interface JobPayloads {
   'maintenance.expire-idempotency-keys': Record<string, never>;
   /** Deletes finished webhook messages and delivery attempts past their retention. */
   'maintenance.prune-webhooks': Record<string, never>;
+  /** Pings every enabled server (ServerHealth); reconciles the containers of each that answers again. */
+  'maintenance.check-server-health': Record<string, never>;
 }
 export type JobName = keyof JobPayloads;
 
@@ -45,6 +47,8 @@ export interface JobPolicy {
   backoffMs: number;
   /** Repeated this often, scheduled idempotently at every worker boot (one schedule per job, whatever the replica count). */
   everyMs?: number;
+  /** The setting that replaces everyMs when the worker boots (the operator's period). */
+  everyMsSetting?: 'SERVER_HEALTH_INTERVAL_MS';
 }
 
 /**
@@ -70,6 +74,8 @@ export const JOBS: { [J in JobName]: JobPolicy } = {
   // Keys past 24 hours are no longer replayed whether or not this has run (a new request takes the row over).
   'maintenance.expire-idempotency-keys': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 10 * 60_000 },
   'maintenance.prune-webhooks': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 60 * 60_000 },
+  // One run per period across the pool (BullMQ's scheduler); each run is bounded (SERVER_HEALTH_TIMEOUT_MS, one retry).
+  'maintenance.check-server-health': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 10_000, everyMsSetting: 'SERVER_HEALTH_INTERVAL_MS' },
 };
 
 /** Which queue each job runs on. */

@@ -51,7 +51,9 @@ export class QueueWorkers implements OnApplicationBootstrap, OnModuleDestroy {
     for (const queue of Object.values(QUEUES)) this.workers.push(this.startWorker(queue));
     // Repeat schedules of the JOBS table, upserted idempotently at every boot (one schedule per job id).
     for (const job of SCHEDULED_JOBS) {
-      await this.producer.queue(JOB_QUEUE[job]).upsertJobScheduler(job, { every: JOBS[job].everyMs }, { name: job, data: {}, opts: jobOptions(job) });
+      const { everyMs, everyMsSetting } = JOBS[job];
+      const every = everyMsSetting ? this.config[everyMsSetting] : everyMs;
+      await this.producer.queue(JOB_QUEUE[job]).upsertJobScheduler(job, { every }, { name: job, data: {}, opts: jobOptions(job) });
     }
     this.logger.log(`running ${this.handlers.size} job handlers on queues ${Object.values(QUEUES).join(', ')}`);
   }

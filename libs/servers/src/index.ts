@@ -1,4 +1,7 @@
 // What other libraries and the apps use of @ws/servers; everything else is internal to it.
 export { Server } from './server.entity';
+export type { ServerHealthState } from './server.entity';
+export { ServerHealth } from './server-health';
+export type { HealthRound } from './server-health';
 export { ServersModule } from './servers.module';
 export { LOCAL_SERVER, ServersService, checkCapacitySettings } from './servers.service';

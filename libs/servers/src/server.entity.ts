@@ -1,6 +1,8 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
-import { BigIntColumn, CreatedAt, NumericColumn } from '@ws/database';
+import { BigIntColumn, CreatedAt, NumericColumn, TimestampColumn } from '@ws/database';
 import { Zone } from '@ws/zones';
+
+export type ServerHealthState = 'up' | 'down';
 
 /** A Docker host that runs workspaces. Capacity is reserved by summing its live workspaces under a row lock. */
 @Entity('servers')
@@ -30,5 +32,12 @@ export class Server {
   /** What images with cpu_allocation_method Inherit get: Quotas (hard limit) or Shares (proportional). */
   @Column('text', { default: 'Quotas' }) cpuAllocationMethod!: string;
   @Column('text', { default: 'docker' }) provider!: string;
+  /** The worker's periodic check (ServerHealth): a `down` server gets no new workspaces; its own stay. */
+  @Column('text', { default: 'up' }) health!: ServerHealthState;
+  /** Why the last check failed (null while up). */
+  @Column('text', { nullable: true }) healthReason!: string | null;
+  @TimestampColumn({ nullable: true }) healthCheckedAt!: Date | null;
+  /** When the first failed check of this outage ran (null while up). */
+  @TimestampColumn({ nullable: true }) downSince!: Date | null;
   @CreatedAt() createdAt!: Date;
 }

@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { toWireId } from '@ws/common';
+import { formatTimestamp, toWireId } from '@ws/common';
 import { LOCAL_SERVER, Server, ServersService } from '@ws/servers';
 import { ServerRetirement } from '@ws/workspaces';
 import { DEFAULT_ZONE, toZoneResponse, Zone, ZoneChanges, ZonesService } from '@ws/zones';
@@ -8,6 +8,7 @@ import { bytes, num, print, service } from '../context';
 const serverRow = (s: Server) => ({
   server_id: toWireId(s.id), hostname: s.hostname, endpoint: s.dockerEndpoint, zone: s.zone?.name, cores: s.cores, memory: s.memory,
   cpu_overcommit: s.cpuOvercommit, memory_overcommit: s.memoryOvercommit, cpu_allocation_method: s.cpuAllocationMethod, enabled: s.enabled,
+  health: s.health, health_reason: s.healthReason, health_checked_at: formatTimestamp(s.healthCheckedAt), down_since: formatTimestamp(s.downSince),
 });
 
 interface CapacityOptions { cores?: number; memory?: number; cpuOvercommit?: number; memoryOvercommit?: number; cpuAllocationMethod?: string }

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { IdempotencyKeys } from '@ws/auth';
 import { JobHandler } from '@ws/queue';
+import { ServerHealth } from '@ws/servers';
 import { LoginLinksService, SessionTokensService } from '@ws/users';
 import { AnonymousUsers, EgressTunnelHealth, WorkspaceRuntime } from '@ws/workspaces';
 
@@ -13,6 +14,7 @@ export class MaintenanceProcessor {
     private readonly anonymousUsers: AnonymousUsers,
     private readonly idempotencyKeys: IdempotencyKeys,
     private readonly egressTunnels: EgressTunnelHealth,
+    private readonly health: ServerHealth,
   ) {}
 
   @JobHandler('maintenance.purge-expired-credentials')
@@ -32,6 +34,14 @@ export class MaintenanceProcessor {
   @JobHandler('maintenance.reconcile-containers')
   reconcileContainers() {
     return this.runtime.reconcile();
+  }
+
+  /** A host that answers again is reconciled at once: orphans removed, vanished containers reported. */
+  @JobHandler('maintenance.check-server-health')
+  async checkServerHealth() {
+    const round = await this.health.checkAll();
+    const reconciled = round.recovered.length ? await this.runtime.reconcile(round.recovered.map((s) => s.id)) : null;
+    return { checked: round.checked, down: round.down, recovered: round.recovered.map((s) => s.hostname), reconciled };
   }
 
   @JobHandler('maintenance.expire-idempotency-keys')

@@ -2047,6 +2047,11 @@ export interface components {
             current_time: string;
             workspaces: {
                 server: {
+                    /** @enum {string} */
+                    health: "down" | "up";
+                    health_reason: null | string;
+                    health_checked_at: null | string;
+                    down_since: null | string;
                     port: number;
                     hostname: string;
                     zone_name: null | string;
@@ -2055,6 +2060,7 @@ export interface components {
                 user: {
                     username: null | string;
                 };
+                operational_message: string;
                 workspace_id: string;
                 user_id: null | string;
                 image_id: string;
@@ -2079,7 +2085,6 @@ export interface components {
                 cores: number;
                 memory: number;
                 operational_status: string;
-                operational_message: string;
                 is_persistent_profile: boolean;
                 persistent_profile_mode: null | string;
                 point_of_presence: null;
@@ -2110,6 +2115,11 @@ export interface components {
             current_time: string;
             workspaces: {
                 server: {
+                    /** @enum {string} */
+                    health: "down" | "up";
+                    health_reason: null | string;
+                    health_checked_at: null | string;
+                    down_since: null | string;
                     port: number;
                     hostname: string;
                     zone_name: null | string;
@@ -2118,6 +2128,7 @@ export interface components {
                 user: {
                     username: null | string;
                 };
+                operational_message: string;
                 workspace_id: string;
                 user_id: null | string;
                 image_id: string;
@@ -2142,7 +2153,6 @@ export interface components {
                 cores: number;
                 memory: number;
                 operational_status: string;
-                operational_message: string;
                 is_persistent_profile: boolean;
                 persistent_profile_mode: null | string;
                 point_of_presence: null;
@@ -2171,6 +2181,20 @@ export interface components {
             }[];
         };
         GetWorkspaceStatusResponse: {
+            error_message: string;
+            operational_message: string;
+            operational_progress: number;
+            operational_status: string;
+            server: {
+                /** @enum {string} */
+                health: "down" | "up";
+                health_reason: null | string;
+                health_checked_at: null | string;
+                down_since: null | string;
+                server_id: string;
+                hostname: string;
+            };
+        } | {
             error_message: string;
             operational_message: string;
             operational_progress: number;

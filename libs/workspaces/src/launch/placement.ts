@@ -28,8 +28,11 @@ export const offeredMemory = (s: Pick<Server, 'memory' | 'memoryOvercommit'>) =>
  */
 export async function reserveServer(tx: EntityManager, image: Image, constraints: PlacementConstraints = {}): Promise<Server> {
   const servers = await tx.getRepository(Server).createQueryBuilder('s').setLock('pessimistic_write').orderBy('s.id').getMany();
-  const candidates = eligible(servers, image, constraints);
-  if (candidates.length === 0) throw new ApiError(ErrorCode.NoCapacity, `${NO_CAPACITY_MESSAGE} (no server can run image ${image.friendlyName})`);
+  const allowed = eligible(servers, image, constraints);
+  if (allowed.length === 0) throw new ApiError(ErrorCode.NoCapacity, `${NO_CAPACITY_MESSAGE} (no server can run image ${image.friendlyName})`);
+  // A server the health check marked down gets nothing new (ServerHealth); its own workspaces stay.
+  const candidates = allowed.filter((s) => s.health !== 'down');
+  if (candidates.length === 0) throw new ApiError(ErrorCode.NoCapacity, `${NO_CAPACITY_MESSAGE} (every server that can run image ${image.friendlyName} is unreachable)`);
   const usage: Array<{ server_id: string; cores: string; memory: string }> = await tx.query(
     `SELECT server_id, COALESCE(SUM(cores), 0) AS cores, COALESCE(SUM(memory), 0) AS memory
        FROM workspaces WHERE server_id = ANY($1) AND status IN ('starting', 'running', 'stopping') GROUP BY server_id`,

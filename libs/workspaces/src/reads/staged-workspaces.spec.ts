@@ -21,6 +21,14 @@ describe('staged workspaces (the pools\' rows)', () => {
     }
   });
 
+  it('neither counts, picks nor keeps in the pool a staged workspace whose host is marked down', async () => {
+    const db = recorder();
+    await countReadyStaged(db, ['c']);
+    await pickReadyStaged(db, 'i', ['c']);
+    await stagedPool(db, 'c');
+    for (const text of db.sql) expect(text).toContain("NOT EXISTS (SELECT 1 FROM servers hs WHERE hs.id = w.server_id AND hs.health = 'down')");
+  });
+
   it('picks with SKIP LOCKED, and asks nothing when no config matches', async () => {
     const db = recorder();
     expect(await pickReadyStaged(db, 'i', [])).toBeNull();

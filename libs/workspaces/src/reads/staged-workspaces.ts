@@ -10,8 +10,14 @@ export type Queryable = Pick<EntityManager, 'query'>;
  * which configs match. "Unassigned staged" is UNASSIGNED_STAGED: staged and never handed to anyone.
  */
 
+/**
+ * Not on a server the health check marked down (ServerHealth): such a staged desktop is neither handed out nor
+ * counted, so the pool refills elsewhere; when its host answers again the surplus is trimmed as usual.
+ */
+const ON_UP_HOST = `NOT EXISTS (SELECT 1 FROM servers hs WHERE hs.id = w.server_id AND hs.health = 'down')`;
+
 /** Staged workspaces never handed to anyone that run and have not expired: what a claim can take. */
-const READY = `${UNASSIGNED_STAGED} AND w.status = 'running' AND w.expiration_date > now()`;
+const READY = `${UNASSIGNED_STAGED} AND w.status = 'running' AND w.expiration_date > now() AND ${ON_UP_HOST}`;
 
 /** How many ready staged workspaces each of these configs has (configs without any are absent). */
 export async function countReadyStaged(db: Queryable, stagingConfigIds: string[]): Promise<Map<string, number>> {
@@ -40,10 +46,10 @@ export async function pickReadyStaged(tx: Queryable, imageId: string, stagingCon
   return row ? { id: row.id, shareId: row.share_id } : null;
 }
 
-/** A config's pool as the reconciler counts it: unexpired, starting ones first, then the oldest running. */
+/** A config's pool as the reconciler counts it: unexpired, on a host that answers, starting ones first, then the oldest running. */
 export async function stagedPool(tx: Queryable, stagingConfigId: string): Promise<string[]> {
   const rows = (await tx.query(
-    `SELECT w.id FROM workspaces w WHERE w.staging_config_id = $1 AND ${UNASSIGNED_STAGED} AND w.status IN ('starting', 'running') AND w.expiration_date > now()
+    `SELECT w.id FROM workspaces w WHERE w.staging_config_id = $1 AND ${UNASSIGNED_STAGED} AND w.status IN ('starting', 'running') AND w.expiration_date > now() AND ${ON_UP_HOST}
       ORDER BY (w.status = 'running'), w.start_date, w.id`,
     [stagingConfigId],
   )) as Array<{ id: string }>;

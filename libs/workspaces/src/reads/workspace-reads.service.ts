@@ -10,7 +10,7 @@ import { agentFailure } from '../runtime/agent-failure';
 import type { JoinWorkspaceRequest } from '../dto/workspace.requests';
 import { findAllLive, findLiveWorkspace } from './workspace-lookup';
 import { LIVE_STATUSES, Workspace } from '../workspace.entity';
-import { connectPath, joinPath, operationalStatus, toWorkspaceListItem, toWorkspaceResponse } from './workspace.mappers';
+import { connectPath, hostUnreachableMessage, joinPath, operationalStatus, serverHealthOf, toWorkspaceListItem, toWorkspaceResponse } from './workspace.mappers';
 import { WorkspaceLifecycle } from '../lifecycle/workspace-lifecycle.service';
 import { WorkspaceSettings } from './workspace-settings.service';
 
@@ -33,6 +33,18 @@ export class WorkspaceReads {
   /** get_workspace_status of a live workspace (resolved and owner-checked at the request edge). */
   async status(found: Workspace, skipAgentCheck = false) {
     let workspace = found;
+    // Its host marked down: reported from the server's row, without asking the host (no call waits on it) or
+    // touching the workspace, which is back as it was when the host answers.
+    const unreachable = hostUnreachableMessage(workspace.server);
+    if (unreachable !== null && workspace.server) {
+      return {
+        error_message: `Workspace (${toWireId(workspace.id)}) is unreachable: ${unreachable}`,
+        operational_message: unreachable,
+        operational_progress: workspace.operationalProgress,
+        operational_status: operationalStatus(workspace.status),
+        server: { server_id: toWireId(workspace.server.id), hostname: workspace.server.hostname, ...serverHealthOf(workspace.server) },
+      };
+    }
     if (workspace.status === 'running' && !skipAgentCheck) workspace = await this.checkContainer(workspace);
     if (workspace.status !== 'running') {
       return {

@@ -2,6 +2,7 @@ import { formatTimestamp, toWireId } from '@ws/common';
 import type { ClientSettings } from '@ws/groups';
 import { toImageRef, portMapOf } from '@ws/images';
 import type { Image } from '@ws/images';
+import type { Server } from '@ws/servers';
 import type { Workspace, WorkspaceStatus } from '../workspace.entity';
 
 /** The spec shows starting, running and stopped; a failed workspace reads as stopped (its message says why). */
@@ -82,11 +83,35 @@ export function withOverride(clientSettings: ClientSettings, w: Pick<Workspace, 
   return w.clientSettingsOverride && Object.keys(w.clientSettingsOverride).length > 0 ? { ...clientSettings, ...w.clientSettingsOverride } : clientSettings;
 }
 
-/** An item of get_workspaces: the Workspace object plus its server and user. */
+/**
+ * What a live workspace on a server the health check marked down reports, derived at read time from the server's row
+ * (no workspace row is rewritten; the message clears when the host answers again). Null while the server is up.
+ */
+export function hostUnreachableMessage(server: Pick<Server, 'hostname' | 'health' | 'healthReason' | 'downSince'> | null | undefined): string | null {
+  if (!server || server.health !== 'down') return null;
+  const since = server.downSince ? ` since ${formatTimestamp(server.downSince)}` : '';
+  return `The workspace's host ${server.hostname} is unreachable${since} (${server.healthReason ?? 'no answer'}); the workspace is kept and is back when its host answers`;
+}
+
+/** The server's health fields, beside the contract's server object (docs/decisions/operations.md "Host health"). */
+export function serverHealthOf(server: Pick<Server, 'health' | 'healthReason' | 'healthCheckedAt' | 'downSince'>) {
+  return {
+    health: server.health,
+    health_reason: server.healthReason,
+    health_checked_at: formatTimestamp(server.healthCheckedAt),
+    down_since: formatTimestamp(server.downSince),
+  };
+}
+
+/**
+ * An item of get_workspaces: the Workspace object plus its server (with its health) and user, and the
+ * operational_message get_workspace_status would give (the host's unreachability first).
+ */
 export function toWorkspaceListItem(w: Workspace, clientSettings: ClientSettings, username: string | null, zoneName: string | null) {
   return {
     ...toWorkspaceResponse(w, clientSettings),
-    server: w.server ? { port: w.hostPorts.vnc ?? null, hostname: w.server.hostname, zone_name: zoneName, provider: w.server.provider } : null,
+    server: w.server ? { port: w.hostPorts.vnc ?? null, hostname: w.server.hostname, zone_name: zoneName, provider: w.server.provider, ...serverHealthOf(w.server) } : null,
     user: { username },
+    operational_message: hostUnreachableMessage(w.server) ?? w.operationalMessage ?? null,
   };
 }

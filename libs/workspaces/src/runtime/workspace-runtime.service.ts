@@ -129,11 +129,16 @@ export class WorkspaceRuntime {
     }
   }
 
-  /** Removes this deployment's containers that no live workspace owns; fails running workspaces whose container vanished. */
-  async reconcile(): Promise<{ removed: number; vanished: number }> {
+  /**
+   * Removes this deployment's containers that no live workspace owns; fails running workspaces whose container vanished.
+   * Every enabled server that is up, or only `serverIds` (a host that answers again, reconciled at once). A server
+   * marked down is skipped: its workspaces keep their rows until it answers (ServerHealth), and no call waits on it.
+   */
+  async reconcile(serverIds?: string[]): Promise<{ removed: number; vanished: number }> {
     let removed = 0;
     let vanished = 0;
-    for (const server of await this.servers.findBy({ enabled: true })) {
+    const servers = await this.servers.findBy({ enabled: true, health: 'up', ...(serverIds ? { id: In(serverIds) } : {}) });
+    for (const server of servers) {
       const host = this.hosts.get(server);
       // Read before listing: a workspace that becomes running after the listing must not count as vanished.
       const runningBefore = await this.workspaces.find({ where: { serverId: server.id, status: 'running' }, select: { id: true } });
