@@ -165,7 +165,7 @@ describe('host health: a server that stops answering is marked down, skipped and
     // (this deployment's labels, a workspace id no live workspace has).
     await localDocker().remove(removedMeanwhile.container_id);
     // And its user ends a workspace on it: the removal waits for the host (the row stays, stopping).
-    expect((await api.call('destroy_workspace', key, { workspace_id: destroyedMeanwhile.workspace_id })).status).toBe(200);
+    expect((await api.call('destroy_workspace', key, { workspace_id: destroyedMeanwhile.workspace_id, user_id: userId })).status).toBe(200);
     expect((await status(destroyedMeanwhile.workspace_id)).body).toEqual(expect.objectContaining({ operational_status: 'stopping', operational_message: expect.stringContaining('host far is unreachable') }));
     const orphan = await localDocker().docker.createContainer({
       Image: desktopImage(), Entrypoint: ['sleep'], Cmd: ['300'], Labels: { [LABELS.deploymentId]: api.config.DEPLOYMENT_ID, [LABELS.workspaceId]: newId() },
