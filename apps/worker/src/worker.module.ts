@@ -4,12 +4,14 @@ import { AuthModule } from '@ws/auth';
 import { AppConfig, ConfigModule } from '@ws/common';
 import { DatabaseModule } from '@ws/database';
 import { LicensingModule } from '@ws/licensing';
+import { MetricsModule } from '@ws/metrics';
 import { QueueModule, QueueWorkers } from '@ws/queue';
 import { RecordingsModule } from '@ws/recordings';
 import { ServerSessionsModule } from '@ws/server-sessions';
 import { SettingsModule } from '@ws/settings';
 import { StagingModule } from '@ws/staging';
 import { WorkspaceEventLog, WorkspaceEventRelay, WorkspacesModule } from '@ws/workspaces';
+import { FleetMetrics } from './metrics/fleet-metrics';
 import { MaintenanceProcessor } from './processors/maintenance.processor';
 import { RecordingsProcessor } from './processors/recordings.processor';
 import { StagingProcessor } from './processors/staging.processor';
@@ -21,8 +23,8 @@ export class WorkerModule {
   static forRoot(overrides: Partial<AppConfig> = {}): DynamicModule {
     return {
       module: WorkerModule,
-      imports: [ConfigModule.forRoot(overrides), DiscoveryModule, DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule, ServerSessionsModule, StagingModule, RecordingsModule, LicensingModule],
-      providers: [QueueWorkers, WorkspacesProcessor, MaintenanceProcessor, StagingProcessor, WorkspaceEventRelay, WorkspaceEventsProcessor, WorkspaceEventLog, RecordingsProcessor],
+      imports: [ConfigModule.forRoot(overrides), MetricsModule.forRoot('worker'), DiscoveryModule, DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule, ServerSessionsModule, StagingModule, RecordingsModule, LicensingModule],
+      providers: [QueueWorkers, WorkspacesProcessor, MaintenanceProcessor, StagingProcessor, WorkspaceEventRelay, WorkspaceEventsProcessor, WorkspaceEventLog, RecordingsProcessor, FleetMetrics],
     };
   }
 }

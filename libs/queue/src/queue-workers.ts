@@ -3,6 +3,7 @@ import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@ne
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { Job, UnrecoverableError, WaitingError, Worker } from 'bullmq';
 import { AppConfig } from '@ws/common';
+import { Metrics } from '@ws/metrics';
 import { JOB_HANDLER_KEY } from './job-handler.decorator';
 import { JobProducer } from './job-producer';
 import { JOB_QUEUE, jobOptions, JobName, JobPayloads, JOBS, MAX_JOB_STALLS, QueueName, QUEUES, SCHEDULED_JOBS } from './jobs';
@@ -42,6 +43,7 @@ export class QueueWorkers implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly config: AppConfig,
     private readonly redis: RedisConnections,
     private readonly producer: JobProducer,
+    private readonly metrics: Metrics,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -80,16 +82,25 @@ export class QueueWorkers implements OnApplicationBootstrap, OnModuleDestroy {
         const key = `${queue}:${job.id}`;
         const abort = new AbortController();
         this.running.set(key, { job, token, abort });
+        const started = performance.now();
+        let outcome = 'completed';
         try {
           const run = handler(job.data as JobPayloads[JobName], job, abort.signal);
           run.catch(() => undefined); // still settles after a hand-back, when nobody awaits it any more
           return await Promise.race([run, rejectWhenAborted(abort.signal)]);
         } catch (err) {
           // Handed back at shutdown: the job is in the wait list again; BullMQ must neither fail nor retry it here.
-          if (abort.signal.aborted) throw new WaitingError();
+          if (abort.signal.aborted) {
+            outcome = 'handed_back';
+            throw new WaitingError();
+          }
+          const permanent = err instanceof PermanentFailure || err instanceof UnrecoverableError;
+          outcome = permanent || job.attemptsMade + 1 >= (job.opts.attempts ?? 1) ? 'failed' : 'retried';
           throw err instanceof PermanentFailure ? new UnrecoverableError(err.message) : err;
         } finally {
           this.running.delete(key);
+          this.metrics.jobs.inc({ queue, job: job.name, outcome });
+          this.metrics.jobDuration.observe({ queue, job: job.name }, (performance.now() - started) / 1000);
         }
       },
       {
