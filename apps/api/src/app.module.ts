@@ -10,6 +10,7 @@ import { SettingsModule } from '@ws/settings';
 import { StagingModule } from '@ws/staging';
 import { CastingModule } from '@ws/casting';
 import { LicensingModule } from '@ws/licensing';
+import { LoggingModule } from '@ws/logging';
 import { MetricsModule } from '@ws/metrics';
 import { RecordingsModule } from '@ws/recordings';
 import { UsersModule } from '@ws/users';
@@ -43,7 +44,7 @@ export class AppModule {
   static forRoot(overrides: Partial<AppConfig> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(overrides), MetricsModule.forRoot('api'), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, WorkspacesModule, ServerSessionsModule, ZonesModule, ServersModule, GatewayModule, StagingModule, CastingModule, StorageApiModule, RecordingsModule, LicensingModule, EgressModule, FilesModule],
+      imports: [ConfigModule.forRoot(overrides), MetricsModule.forRoot('api'), LoggingModule.forRoot('api'), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, WorkspacesModule, ServerSessionsModule, ZonesModule, ServersModule, GatewayModule, StagingModule, CastingModule, StorageApiModule, RecordingsModule, LicensingModule, EgressModule, FilesModule],
       controllers: [UsersController, GroupsController, SessionTokensController, WorkspacesController, WorkspaceStreamsController, ImagesController, RecordingsController, StagingController, CastingController, LicensingController, EgressController, ClientLoginController, ClientSessionController, ClientConnectController, ClientCastController, WorkspaceFilesController, HealthController],
       providers: [
         { provide: APP_GUARD, useClass: OperationGuard },

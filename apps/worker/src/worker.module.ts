@@ -4,6 +4,7 @@ import { AuthModule } from '@ws/auth';
 import { AppConfig, ConfigModule } from '@ws/common';
 import { DatabaseModule } from '@ws/database';
 import { LicensingModule } from '@ws/licensing';
+import { LoggingModule } from '@ws/logging';
 import { MetricsModule } from '@ws/metrics';
 import { QueueModule, QueueWorkers } from '@ws/queue';
 import { RecordingsModule } from '@ws/recordings';
@@ -23,7 +24,7 @@ export class WorkerModule {
   static forRoot(overrides: Partial<AppConfig> = {}): DynamicModule {
     return {
       module: WorkerModule,
-      imports: [ConfigModule.forRoot(overrides), MetricsModule.forRoot('worker'), DiscoveryModule, DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule, ServerSessionsModule, StagingModule, RecordingsModule, LicensingModule],
+      imports: [ConfigModule.forRoot(overrides), MetricsModule.forRoot('worker'), LoggingModule.forRoot('worker'), DiscoveryModule, DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule, ServerSessionsModule, StagingModule, RecordingsModule, LicensingModule],
       providers: [QueueWorkers, WorkspacesProcessor, MaintenanceProcessor, StagingProcessor, WorkspaceEventRelay, WorkspaceEventsProcessor, WorkspaceEventLog, RecordingsProcessor, FleetMetrics],
     };
   }

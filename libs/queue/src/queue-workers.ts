@@ -3,6 +3,7 @@ import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@ne
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { Job, UnrecoverableError, WaitingError, Worker } from 'bullmq';
 import { AppConfig } from '@ws/common';
+import { withLogBindings } from '@ws/logging';
 import { Metrics } from '@ws/metrics';
 import { JOB_HANDLER_KEY } from './job-handler.decorator';
 import { JobProducer } from './job-producer';
@@ -85,7 +86,8 @@ export class QueueWorkers implements OnApplicationBootstrap, OnModuleDestroy {
         const started = performance.now();
         let outcome = 'completed';
         try {
-          const run = handler(job.data as JobPayloads[JobName], job, abort.signal);
+          // Every line the handler logs carries the job's id, name and queue and the ids of its payload.
+          const run = withLogBindings(jobLogBindings(queue, job), () => handler(job.data as JobPayloads[JobName], job, abort.signal));
           run.catch(() => undefined); // still settles after a hand-back, when nobody awaits it any more
           return await Promise.race([run, rejectWhenAborted(abort.signal)]);
         } catch (err) {
@@ -151,6 +153,15 @@ export class QueueWorkers implements OnApplicationBootstrap, OnModuleDestroy {
     abort.abort(new Error('worker shutting down'));
     return moved;
   }
+}
+
+/** The job's id, name and queue, and each `…Id` of its payload as `…_id` (workspace_id, recording_id, …). */
+export function jobLogBindings(queue: string, job: Pick<Job, 'id' | 'name' | 'data'>): Record<string, unknown> {
+  const bindings: Record<string, unknown> = { job_id: job.id, job: job.name, queue };
+  for (const [key, value] of Object.entries((job.data ?? {}) as Record<string, unknown>)) {
+    if (/Id$/.test(key) && typeof value === 'string') bindings[key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = value;
+  }
+  return bindings;
 }
 
 /** True when `promise` settled within `ms` (a rejection propagates). */
