@@ -4,6 +4,7 @@ import { ImagesService } from '@ws/images';
 import { MetricsServer } from '@ws/metrics';
 import { ServersService } from '@ws/servers';
 import { ZonesService } from '@ws/zones';
+import { openStream } from './fixtures';
 import { desktopImage, freePort, TestApi, TestKey, waitFor } from './harness';
 
 /** One sample of the text exposition: `name{label="value",…} number`. */
@@ -47,6 +48,7 @@ describe('Prometheus metrics', () => {
   let admin: TestKey;
   let key: TestKey;
   let apiMetrics: string;
+  let base: string;
   let workerMetrics: string;
   let zoneId: string;
   let imageId: string;
@@ -66,6 +68,7 @@ describe('Prometheus metrics', () => {
     // A low per-key limit, so a few wrong secrets against one key draw a 429.
     api = await TestApi.start({ METRICS_HOST: '127.0.0.1', METRICS_PORT: apiPort, AUTH_FAILURES_PER_KEY: 3, WORKER_LOCK_MS: 3000 });
     await api.startWorker({ METRICS_PORT: workerPort });
+    base = await api.listen();
     const zone = await api.app.get(ZonesService).ensure('default');
     zoneId = toWireId(zone.id);
     await api.app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 8, memory: 8 * 1024 ** 3 });
@@ -123,13 +126,21 @@ describe('Prometheus metrics', () => {
     expect(moved('workspace_server_http_requests_total', { operation: 'get_user', status_code: '401' })).toBe(statuses.filter((s) => s === 401).length);
   });
 
-  it('request_workspace → running → destroy_workspace moves the request, job, provision and fleet figures', async () => {
+  it('request_workspace → running → a stream → destroy_workspace moves the request, stream, job, provision and fleet figures', async () => {
     const [apiBefore, workerBefore] = [await scrape(apiMetrics), await scrape(workerMetrics)];
     const userId = users[0];
     const requested = await api.call('request_workspace', key, { user_id: userId, image_id: imageId });
     expect(requested.status).toBe(200);
     const workspaceId = requested.body.workspace_id as string;
-    await running(workspaceId, userId);
+    const status = await running(workspaceId, userId);
+
+    // A stream: counted open while it is, its bytes both ways once it closes.
+    const jwt = (status.body.workspace_url as string).split('/').pop() as string;
+    const { rfb } = await openStream(base, workspaceId, jwt);
+    await rfb.captureFrame({ timeoutMs: 15_000 });
+    expect(figure(await scrape(apiMetrics), 'workspace_server_stream_connections')).toBe(1);
+    await rfb.close();
+    await waitFor('the stream counted closed', async () => (figure(await scrape(apiMetrics), 'workspace_server_stream_connections') === 0 ? true : undefined), 10_000, 100);
 
     // Read at scrape from PostgreSQL: the running workspace on its server, and the capacity it holds.
     const whileRunning = await scrape(workerMetrics);
@@ -147,6 +158,8 @@ describe('Prometheus metrics', () => {
     expect(apiMoved('workspace_server_http_requests_total', { operation: 'destroy_workspace', status_code: '200' })).toBe(1);
     expect(apiMoved('workspace_server_http_request_duration_seconds_count', { operation: 'request_workspace' })).toBe(1);
     expect(apiMoved('workspace_server_http_requests_total', { operation: 'get_workspace_status' })).toBeGreaterThanOrEqual(2);
+    expect(apiMoved('workspace_server_stream_bytes_total', { direction: 'to_client' })).toBeGreaterThan(0);
+    expect(apiMoved('workspace_server_stream_bytes_total', { direction: 'from_client' })).toBeGreaterThan(0);
     expect(workerMoved('workspace_server_jobs_total', { queue: 'workspaces', job: 'workspace.provision', outcome: 'completed' })).toBeGreaterThanOrEqual(1);
     expect(workerMoved('workspace_server_jobs_total', { queue: 'workspaces', job: 'workspace.destroy', outcome: 'completed' })).toBeGreaterThanOrEqual(1);
     expect(workerMoved('workspace_server_job_duration_seconds_count', { queue: 'workspaces', job: 'workspace.provision' })).toBeGreaterThanOrEqual(1);
@@ -189,7 +202,6 @@ describe('Prometheus metrics', () => {
   });
 
   it('the public port has no /metrics', async () => {
-    const base = await api.listen();
     const res = await request(base).get('/metrics');
     expect(res.status).toBe(404);
     expect(res.text).not.toContain('workspace_server_');
