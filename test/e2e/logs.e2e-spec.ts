@@ -83,7 +83,7 @@ describe('JSON logs', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('x-request-id')).toBe('req-logs-e2e-1');
     const line = await waitFor('the request line', async () => proc.lines().find((l) => l.request_id === 'req-logs-e2e-1' && (l.res as { status_code?: number })?.status_code === 200), 10_000, 50);
-    expect(line).toMatchObject({ level: 'info', req: { method: 'POST', url: '/api/public/get_users' }, responseTime: expect.any(Number) });
+    expect(line).toMatchObject({ level: 'info', req: { method: 'POST', url: '/api/public/get_users' }, responseTime: expect.any(Number), operation: 'get_users', api_key_id: expect.stringMatching(/^[0-9a-f]{32}$/) });
   });
 
   it('makes a request id when none (or a malformed one) comes, and echoes it', async () => {

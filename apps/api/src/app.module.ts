@@ -1,5 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { AuthModule, OperationGuard } from '@ws/auth';
 import { apiValidationPipe, AppConfig, ConfigModule } from '@ws/common';
 import { DatabaseModule } from '@ws/database';
@@ -23,6 +23,7 @@ import { ClientSessionController } from './client/client-session.controller';
 import { ApiExceptionFilter } from './errors/api-exception.filter';
 import { GatewayModule } from './gateway/gateway.module';
 import { HealthController } from './health.controller';
+import { RequestLogFields } from './logging/request-log-fields.interceptor';
 import { StorageApiModule } from './storage/storage.module';
 import { GroupsController } from './public-api/groups.controller';
 import { ImagesController } from './public-api/images.controller';
@@ -50,6 +51,7 @@ export class AppModule {
         { provide: APP_GUARD, useClass: OperationGuard },
         { provide: APP_FILTER, useClass: ApiExceptionFilter },
         { provide: APP_PIPE, useFactory: apiValidationPipe },
+        { provide: APP_INTERCEPTOR, useClass: RequestLogFields },
       ],
     };
   }

@@ -15,10 +15,21 @@ export class LoggingModule {
   static forRoot(role: 'api' | 'worker' | 'cli'): DynamicModule {
     return {
       module: LoggingModule,
-      imports: [LoggerModule.forRootAsync({ inject: [AppConfig], useFactory: (config: AppConfig) => ({ pinoHttp: pinoHttpOptions(config, role) }) })],
+      imports: [LoggerModule.forRootAsync({ inject: [AppConfig], useFactory: (config: AppConfig) => ({ pinoHttp: pinoHttpOptions(config, role), assignResponse: true }) })],
       exports: [LoggerModule],
     };
   }
+}
+
+/**
+ * Adds `fields` to every later line of the request (or job) being handled, its `request completed` line included;
+ * outside one it does nothing.
+ */
+export function assignLogFields(fields: Record<string, unknown>): void {
+  const store = storage.getStore();
+  if (!store) return;
+  store.logger = store.logger.child(fields);
+  store.responseLogger?.setBindings(fields);
 }
 
 /**
