@@ -154,13 +154,13 @@ export interface BenchApi extends BenchDeployment {
  * An in-process api (listening on a loopback port unless `listen: false`) and, with `worker`, an in-process
  * worker on a fresh bench deployment. close() stops them, then removes containers and the database.
  */
-export async function startBenchApi(options: { worker?: boolean; listen?: boolean; kind?: string } = {}): Promise<BenchApi> {
+export async function startBenchApi(options: { worker?: boolean; listen?: boolean; kind?: string; settings?: Record<string, string> } = {}): Promise<BenchApi> {
   const deployment = await benchDeployment(options.kind);
   const stops: Array<() => Promise<unknown>> = [];
   const close = () => closeAll([...[...stops].reverse(), deployment.close]);
   try {
     const { createApi } = await import('../apps/api/src/bootstrap');
-    const api = await createApi({ ...deployment.settings, API_PORT: 0 });
+    const api = await createApi({ ...deployment.settings, ...options.settings, API_PORT: 0 });
     stops.push(() => api.close());
     let base = '';
     if (options.listen ?? true) {
@@ -172,7 +172,7 @@ export async function startBenchApi(options: { worker?: boolean; listen?: boolea
     let worker: INestApplicationContext | undefined;
     if (options.worker) {
       const { createWorker } = await import('../apps/worker/src/bootstrap');
-      const started = await createWorker(deployment.settings);
+      const started = await createWorker({ ...deployment.settings, ...options.settings });
       stops.push(() => started.close());
       worker = started;
     }

@@ -84,6 +84,8 @@ describeIfBinaries('dependency faults: PostgreSQL stopped or stalled, Redis paus
 
     expectUnavailable(await api.call('get_users', admin).timeout(NO_HANG_MS), /PostgreSQL/);
     expectUnavailable(await api.call('create_user', admin, { target_user: { username: 'during-outage' } }).timeout(NO_HANG_MS), /PostgreSQL/);
+    // The Idempotency-Key store is PostgreSQL too: the same 503.
+    expectUnavailable(await api.call('create_user', admin, { target_user: { username: 'keyed-outage' } }).set('Idempotency-Key', 'pg-outage-1').timeout(NO_HANG_MS), /PostgreSQL/);
     expectUnavailable(await requestWorkspace(), /PostgreSQL/);
     expectUnavailable(await api.raw().post('/api/client/connect').send({ session_jwt: sessionJwt, workspace_id: workspaceId }).timeout(NO_HANG_MS), /PostgreSQL/);
     const stream = await upgradeStatus(baseUrl, workspaceId, sessionJwt);
@@ -99,6 +101,8 @@ describeIfBinaries('dependency faults: PostgreSQL stopped or stalled, Redis paus
     await waitFor('readiness after PostgreSQL returned', async () => ((await health()).status === 200 ? true : undefined), 60_000, 250);
     expect((await api.call('get_users', admin)).status).toBe(200);
     expect((await api.call('create_user', admin, { target_user: { username: 'after-outage' } })).status).toBe(200);
+    const keyed = await api.call('create_user', admin, { target_user: { username: 'keyed-outage' } }).set('Idempotency-Key', 'pg-outage-1');
+    expect({ status: keyed.status, replayed: keyed.headers['idempotent-replayed'] }).toEqual({ status: 200, replayed: undefined });
     expect((await requestWorkspace()).status).toBe(200);
     expect((await api.raw().post('/api/client/connect').send({ session_jwt: sessionJwt, workspace_id: workspaceId })).status).toBe(200);
 
@@ -161,9 +165,12 @@ describeIfBinaries('dependency faults: PostgreSQL stopped or stalled, Redis paus
   it('Redis stopped: request_workspace and readiness answer 503; the connection and the queue producers come back when it restarts', async () => {
     expect((await requestWorkspace()).status).toBe(200);
 
+    const liveBefore = await liveWorkspaces();
     await redis.stop();
 
     expectUnavailable(await requestWorkspace(), /Redis/);
+    // A 503 is not stored: the key is given back, so the retry after the outage runs the request (once).
+    expectUnavailable(await requestWorkspace().set('Idempotency-Key', 'redis-outage-1'), /Redis/);
     expectUnavailable(await health(), /Redis/);
     expect((await api.call('get_users', admin).timeout(NO_HANG_MS)).status).toBe(200);
 
@@ -171,6 +178,11 @@ describeIfBinaries('dependency faults: PostgreSQL stopped or stalled, Redis paus
 
     await waitFor('readiness after Redis restarted', async () => ((await health()).status === 200 ? true : undefined), 60_000, 250);
     expect((await requestWorkspace()).status).toBe(200);
+    const retried = await requestWorkspace().set('Idempotency-Key', 'redis-outage-1');
+    expect({ status: retried.status, replayed: retried.headers['idempotent-replayed'] }).toEqual({ status: 200, replayed: undefined });
+    const replayed = await requestWorkspace().set('Idempotency-Key', 'redis-outage-1');
+    expect({ status: replayed.status, replayed: replayed.headers['idempotent-replayed'], id: replayed.body.workspace_id }).toEqual({ status: 200, replayed: 'true', id: retried.body.workspace_id });
+    expect(await liveWorkspaces()).toBe(liveBefore + 2);
   });
 });
 

@@ -1,13 +1,17 @@
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { OperatorAuthenticator } from '@ws/auth';
 import { addressList, AppConfig, loadConfig } from '@ws/common';
 import { Metrics } from '@ws/metrics';
 import { Logger } from 'nestjs-pino';
 import { requestIdOf } from '@ws/logging';
+import { JobProducer, RedisConnections } from '@ws/queue';
+import { registerQueueDashboard } from './admin/queue-dashboard';
 import { AppModule } from './app.module';
 import { registerBrowserRequestGuard } from './client/browser-request-guard';
 import { configureFastify } from './http-setup';
 import { registerHttpMetrics } from './metrics/http-metrics';
+import { registerApiReference } from './openapi/api-reference';
 import { registerWebClient } from './web/web-client';
 
 /** Builds the api (used by main.ts and by the e2e tests, which pass their own database and prefix). */
@@ -25,6 +29,7 @@ export async function createApi(overrides: Partial<AppConfig> = {}): Promise<Nes
   registerHttpMetrics(adapter.getInstance(), () => made.metrics);
   registerBrowserRequestGuard(adapter.getInstance(), config.PUBLIC_BASE_URL);
   await registerWebClient(adapter.getInstance(), { captchaScriptUrl: config.RECAPTCHA_SCRIPT_URL });
+  registerApiReference(adapter.getInstance());
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(overrides), adapter, {
     bodyParser: false,
     abortOnError: false,
@@ -33,6 +38,9 @@ export async function createApi(overrides: Partial<AppConfig> = {}): Promise<Nes
   });
   app.useLogger(app.get(Logger));
   made.metrics = app.get(Metrics);
+  if (config.QUEUE_DASHBOARD) {
+    registerQueueDashboard(adapter.getInstance(), { operators: app.get(OperatorAuthenticator), jobs: app.get(JobProducer), redis: app.get(RedisConnections) }, config.PUBLIC_BASE_URL);
+  }
   app.enableShutdownHooks();
   return app;
 }

@@ -8,6 +8,7 @@ import { MetricsModule } from '@ws/metrics';
 import { QueueModule } from '@ws/queue';
 import { ServersModule } from '@ws/servers';
 import { SettingsModule } from '@ws/settings';
+import { WebhooksModule } from '@ws/webhooks';
 import { WorkspacesModule } from '@ws/workspaces';
 import { ZonesModule } from '@ws/zones';
 
@@ -15,6 +16,6 @@ import { ZonesModule } from '@ws/zones';
 @Module({})
 export class CliModule {
   static forRoot(): DynamicModule {
-    return { module: CliModule, imports: [ConfigModule.forRoot(), MetricsModule.forRoot('none'), DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule, ZonesModule, ServersModule, LicensingModule, EgressModule] };
+    return { module: CliModule, imports: [ConfigModule.forRoot(), MetricsModule.forRoot('none'), DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule, ZonesModule, ServersModule, LicensingModule, EgressModule, WebhooksModule] };
   }
 }

@@ -1,4 +1,4 @@
-import { ApiKey } from '@ws/auth';
+import { ApiKey, IdempotencyKey } from '@ws/auth';
 import { CastConfig } from '@ws/casting';
 import { EgressConnection, EgressCredential, EgressCredentialGateway, EgressGateway, EgressProvider } from '@ws/egress';
 import { Group, UserGroup } from '@ws/groups';
@@ -9,7 +9,8 @@ import { SessionRecording } from '@ws/recordings';
 import { Server } from '@ws/servers';
 import { Setting } from '@ws/settings';
 import { StagingConfig } from '@ws/staging';
-import { LoginLink, SessionToken, User, UserAttributes } from '@ws/users';
+import { LoginLink, SessionToken, User, UserAttributes, UserEvent } from '@ws/users';
+import { Webhook, WebhookAttempt, WebhookFeedCursor, WebhookMessage } from '@ws/webhooks';
 import { Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery } from '@ws/workspaces';
 import { Zone } from '@ws/zones';
 
@@ -18,6 +19,7 @@ import { Zone } from '@ws/zones';
  * typeorm CLI reads ./data-source) and benchmarks. The running apps load each area's own (its module's forFeature).
  */
 export const ALL_ENTITIES = [
-  ApiKey, Setting, User, UserAttributes, SessionToken, LoginLink, Group, UserGroup, Zone, Server, Image, ImageAttribute, ServerTargetRecord, Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, StagingConfig, CastConfig, SessionRecording, PersistentProfile, License,
+  ApiKey, IdempotencyKey, Setting, User, UserAttributes, SessionToken, LoginLink, Group, UserGroup, Zone, Server, Image, ImageAttribute, ServerTargetRecord, Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, StagingConfig, CastConfig, SessionRecording, PersistentProfile, License,
   EgressProvider, EgressGateway, EgressCredential, EgressCredentialGateway, EgressConnection,
+  UserEvent, Webhook, WebhookMessage, WebhookAttempt, WebhookFeedCursor,
 ];

@@ -11,11 +11,14 @@ import { RecordingsModule } from '@ws/recordings';
 import { ServerSessionsModule } from '@ws/server-sessions';
 import { SettingsModule } from '@ws/settings';
 import { StagingModule } from '@ws/staging';
+import { UsersModule } from '@ws/users';
+import { UserWebhooksFeed, WebhookDispatcher, WebhooksModule, WorkspaceWebhooks } from '@ws/webhooks';
 import { WorkspaceEventLog, WorkspaceEventRelay, WorkspacesModule } from '@ws/workspaces';
 import { FleetMetrics } from './metrics/fleet-metrics';
 import { MaintenanceProcessor } from './processors/maintenance.processor';
 import { RecordingsProcessor } from './processors/recordings.processor';
 import { StagingProcessor } from './processors/staging.processor';
+import { WebhooksProcessor } from './processors/webhooks.processor';
 import { WorkspaceEventsProcessor } from './processors/workspace-events.processor';
 import { WorkspacesProcessor } from './processors/workspaces.processor';
 
@@ -24,8 +27,9 @@ export class WorkerModule {
   static forRoot(overrides: Partial<AppConfig> = {}): DynamicModule {
     return {
       module: WorkerModule,
-      imports: [ConfigModule.forRoot(overrides), MetricsModule.forRoot('worker'), LoggingModule.forRoot('worker'), DiscoveryModule, DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule, ServerSessionsModule, StagingModule, RecordingsModule, LicensingModule],
-      providers: [QueueWorkers, WorkspacesProcessor, MaintenanceProcessor, StagingProcessor, WorkspaceEventRelay, WorkspaceEventsProcessor, WorkspaceEventLog, RecordingsProcessor, FleetMetrics],
+      imports: [ConfigModule.forRoot(overrides), MetricsModule.forRoot('worker'), LoggingModule.forRoot('worker'), DiscoveryModule, DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, WorkspacesModule, ServerSessionsModule, StagingModule, RecordingsModule, LicensingModule, WebhooksModule],
+      providers: [QueueWorkers, WorkspacesProcessor, MaintenanceProcessor, StagingProcessor, WorkspaceEventRelay, WorkspaceEventsProcessor, WorkspaceEventLog, RecordingsProcessor,
+        WorkspaceWebhooks, UserWebhooksFeed, WebhookDispatcher, WebhooksProcessor, FleetMetrics],
     };
   }
 }

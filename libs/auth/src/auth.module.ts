@@ -5,12 +5,15 @@ import { ApiKey } from './api-key.entity';
 import { ApiKeyAuthenticator } from './api-key-authenticator';
 import { ApiKeysService } from './api-keys.service';
 import { AuthRateLimiter, LimitFailedAuth } from './auth-rate-limiter';
+import { IdempotencyKey } from './idempotency/idempotency-key.entity';
+import { IdempotencyKeys } from './idempotency/idempotency-keys';
 import { JwtSigner } from './jwt-signer';
+import { OperatorAuthenticator } from './operator-authenticator';
 
 @Global()
 @Module({
-  imports: [TypeOrmModule.forFeature([ApiKey])],
-  providers: [ApiKeysService, ApiKeyAuthenticator, AccessService, JwtSigner, AuthRateLimiter, LimitFailedAuth],
-  exports: [ApiKeysService, ApiKeyAuthenticator, AccessService, JwtSigner, AuthRateLimiter, LimitFailedAuth],
+  imports: [TypeOrmModule.forFeature([ApiKey, IdempotencyKey])],
+  providers: [ApiKeysService, ApiKeyAuthenticator, AccessService, JwtSigner, AuthRateLimiter, LimitFailedAuth, IdempotencyKeys, OperatorAuthenticator],
+  exports: [ApiKeysService, ApiKeyAuthenticator, AccessService, JwtSigner, AuthRateLimiter, LimitFailedAuth, IdempotencyKeys, OperatorAuthenticator],
 })
 export class AuthModule {}

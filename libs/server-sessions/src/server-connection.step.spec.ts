@@ -15,12 +15,11 @@ const step = new ServerConnectionStep(sessions);
 const connection = (mode: WorkspaceServerConnection['mode']): WorkspaceServerConnection => ({
   protocol: 'rdp', host: '10.0.0.7', port: 3389, username: 'tester', domain: '', rdpClientType: mode === 'relay' ? 'RDP_CLIENT' : 'GUAC', mode,
 });
-const launch = (serverSession: IssuedLaunch['facts']['serverSession'], workspaceId = '0123456789abcdef0123456789abcdef') =>
-  ({ workspaceId, facts: { serverSession } }) as unknown as IssuedLaunch;
+const launch = (workspaceId = '0123456789abcdef0123456789abcdef') => ({ workspaceId }) as unknown as IssuedLaunch;
 
 describe('ServerConnectionStep.reserve', () => {
   it('seals the password to the id minted for the record: only that workspace opens it', async () => {
-    const reserved = await step.reserve({} as EntityManager, launch({ connection: connection('bridge'), password: 'server-pw' }));
+    const reserved = await step.reserve({} as EntityManager, launch(), { connection: connection('bridge'), password: 'server-pw' });
     const row = Object.assign(new Workspace(), { id: '0123456789abcdef0123456789abcdef', ...reserved.serverSession });
     expect(row.serverConnection).toEqual(connection('bridge'));
     expect(row.serverPasswordEncrypted).not.toContain('server-pw');
@@ -30,8 +29,8 @@ describe('ServerConnectionStep.reserve', () => {
   });
 
   it('gives a relay its own key, and a container workspace nothing', async () => {
-    const relay = await step.reserve({} as EntityManager, launch({ connection: connection('relay'), password: 'pw' }));
+    const relay = await step.reserve({} as EntityManager, launch(), { connection: connection('relay'), password: 'pw' });
     expect(relay.serverSession?.relaySecret).toMatch(/^[0-9a-f]{64}$/);
-    expect(await step.reserve({} as EntityManager, launch(null))).toEqual({});
+    expect(await step.reserve({} as EntityManager, launch(), null)).toEqual({});
   });
 });

@@ -20,16 +20,16 @@ export class ClaimStagedStep implements LaunchStep {
   ) {}
 
   async run(launch: ResolvedLaunch): Promise<void> {
-    if (launch.inputs.containerNetwork) return; // a staged container already joined its network
-    if (launch.facts.serverSession) return; // staging starts containers of container images only
+    if (launch.request.containerNetwork) return; // a staged container already joined its network
+    if (launch.image.kind === 'server') return; // staging starts containers of container images only
     const { user, image, settings, request } = launch;
     const started = performance.now();
     const staged = await this.staging.claim({ user, image, settings, request });
     if (!staged) return;
     this.metrics.stagedClaimed.inc();
     this.metrics.stagedClaimDuration.observe(secondsSince(started));
-    const override = launch.inputs.clientSettingsOverride;
-    if (override && Object.keys(override).length > 0) await setClientSettingsOverride(this.db.manager, staged.workspaceId, override);
+    const override = request.clientSettingsOverride;
+    if (Object.keys(override).length > 0) await setClientSettingsOverride(this.db.manager, staged.workspaceId, override);
     launch.answer = {
       workspace_id: toWireId(staged.workspaceId), session_token: staged.jwt, username: user.username, status: 'running', share_id: staged.shareId,
       user_id: toWireId(user.id), workspace_url: connectPath(staged.workspaceId, user.id, staged.jwt),

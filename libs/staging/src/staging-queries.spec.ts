@@ -5,20 +5,21 @@ import { STAGING_FLAG_NAMES } from './staging-config.entity';
 describe('staging claim rules', () => {
   const plain = { persistentProfilePath: null };
   const profiled = { persistentProfilePath: '/profiles/{username}' };
+  const asked = (fields: { environment?: Record<string, string>; persistentProfileMode?: 'Enabled' | 'Disabled' | 'Reset'; egressGatewayId?: string }) => ({ environment: {}, ...fields });
 
   it('serves plain requests, and profile images unless a profile is used or reset', () => {
-    expect(canServeFromStaging(plain, {})).toBe(true);
+    expect(canServeFromStaging(plain, asked({}))).toBe(true);
     expect(canServeFromStaging(plain, { environment: {} })).toBe(true);
-    expect(canServeFromStaging(plain, { persistent_profile_mode: 'Enabled' })).toBe(true); // no profile path: the mode does nothing
-    expect(canServeFromStaging(profiled, { persistent_profile_mode: 'Disabled' })).toBe(true);
-    expect(canServeFromStaging(profiled, {})).toBe(true);
+    expect(canServeFromStaging(plain, asked({ persistentProfileMode: 'Enabled' }))).toBe(true); // no profile path: the mode does nothing
+    expect(canServeFromStaging(profiled, asked({ persistentProfileMode: 'Disabled' }))).toBe(true);
+    expect(canServeFromStaging(profiled, asked({}))).toBe(true);
   });
 
   it('starts a fresh workspace for environment variables, an egress gateway or a used or reset profile', () => {
     expect(canServeFromStaging(plain, { environment: { A: '1' } })).toBe(false);
-    expect(canServeFromStaging(plain, { egress_gateway_id: 'a'.repeat(32) })).toBe(false);
-    expect(canServeFromStaging(profiled, { persistent_profile_mode: 'Enabled' })).toBe(false);
-    expect(canServeFromStaging(profiled, { persistent_profile_mode: 'Reset' })).toBe(false);
+    expect(canServeFromStaging(plain, asked({ egressGatewayId: 'a'.repeat(32) }))).toBe(false);
+    expect(canServeFromStaging(profiled, asked({ persistentProfileMode: 'Enabled' }))).toBe(false);
+    expect(canServeFromStaging(profiled, asked({ persistentProfileMode: 'Reset' }))).toBe(false);
   });
 
   it('matches every flag of the config against the user effective client settings, in order', () => {

@@ -1,6 +1,6 @@
 import type { EffectiveGroupSettings } from '@ws/groups';
 import type { Image } from '@ws/images';
-import type { RequestWorkspaceRequest } from '@ws/workspaces';
+import type { LaunchRequest } from '@ws/workspaces';
 import { STAGING_FLAG_NAMES } from './staging-config.entity';
 
 /**
@@ -10,11 +10,11 @@ import { STAGING_FLAG_NAMES } from './staging-config.entity';
  */
 export function canServeFromStaging(
   image: Pick<Image, 'persistentProfilePath'>,
-  request: Pick<RequestWorkspaceRequest, 'environment' | 'persistent_profile_mode' | 'egress_gateway_id'>,
+  request: Pick<LaunchRequest, 'environment' | 'persistentProfileMode' | 'egressGatewayId'>,
 ): boolean {
-  if (request.environment && Object.keys(request.environment).length > 0) return false;
-  if (request.egress_gateway_id) return false;
-  if (image.persistentProfilePath && (request.persistent_profile_mode === 'Enabled' || request.persistent_profile_mode === 'Reset')) return false;
+  if (Object.keys(request.environment).length > 0) return false;
+  if (request.egressGatewayId) return false;
+  if (image.persistentProfilePath && (request.persistentProfileMode === 'Enabled' || request.persistentProfileMode === 'Reset')) return false;
   return true;
 }
 

@@ -1,7 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, In } from 'typeorm';
 import { addSeconds, ApiError, ErrorCode, newId, parseId } from '@ws/common';
+import { creationOrder, KeysetList, listPage, PageAnswer, PageRequest } from '@ws/database';
 import { DEFAULT_CLIENT_SETTINGS, EffectiveGroupSettings } from '@ws/groups';
 import { Image } from '@ws/images';
 import { Entitlements } from '@ws/licensing';
@@ -9,21 +10,24 @@ import { JobProducer } from '@ws/queue';
 import { Server } from '@ws/servers';
 import type { User } from '@ws/users';
 import {
-  bindSessionToken, countReadyStaged, LaunchCommands, LaunchRecorder, pickReadyStaged, RequestWorkspaceRequest, unassignedStaged, WorkspaceLifecycle,
+  bindSessionToken, countReadyStaged, LaunchCommands, LaunchRecorder, pickReadyStaged, unassignedStaged, WorkspaceLifecycle,
   WorkspaceTeardown,
 } from '@ws/workspaces';
+import type { LaunchRequest } from '@ws/workspaces';
 import { Zone } from '@ws/zones';
 import type { NewStagingConfig, StagingConfigChanges } from './dto/staging.requests';
 import { canServeFromStaging, MATCHING_CONFIGS_SQL, mountsPerUser, pickParameters } from './staging-queries';
 import { STAGING_FLAG_NAMES, STAGING_FLAGS, StagingConfig } from './staging-config.entity';
 import { StagingConfigView } from './staging.mappers';
 
+const STAGING_CONFIGS_LIST: KeysetList = { name: 'staging_configs', from: 'staging_configs s', keys: creationOrder('s') };
+
 /** What a launch knows when it may take a staged workspace instead of starting one. */
 export interface StagedClaimInput {
   user: User;
   image: Image;
   settings: EffectiveGroupSettings;
-  request: RequestWorkspaceRequest;
+  request: LaunchRequest;
 }
 
 /** A staged workspace now the user's: running, with a session token minted for it. */
@@ -51,9 +55,13 @@ export class StagingService {
     private readonly entitlements: Entitlements,
   ) {}
 
-  async list(): Promise<StagingConfigView[]> {
-    const configs = await this.db.getRepository(StagingConfig).find({ relations: { zone: true, image: true }, order: { createdAt: 'ASC' } });
-    return this.views(configs);
+  /** get_staging_configs: every config in creation order, or one page of them (`limit`, `cursor`). */
+  async list(request: PageRequest = {}): Promise<{ rows: StagingConfigView[]; paging: PageAnswer }> {
+    const configs = this.db.getRepository(StagingConfig);
+    const relations = { zone: true, image: true } as const;
+    const { rows, paging } = await listPage(this.db, STAGING_CONFIGS_LIST, request,
+      () => configs.find({ relations, order: { createdAt: 'ASC', id: 'ASC' } }), (ids) => configs.find({ where: { id: In(ids) }, relations }));
+    return { rows: await this.views(rows), paging };
   }
 
   async get(stagingConfigId: string): Promise<StagingConfigView> {
@@ -112,8 +120,8 @@ export class StagingService {
       if (!picked) return null;
       const at = new Date();
       const assigned = await this.lifecycle.assign(picked.id, {
-        userId: user.id, sharingEnabled: request.enable_sharing ?? false, startDate: at, keepaliveDate: at, expirationDate: addSeconds(at, settings.keepaliveExpiration),
-        launchOptions: { clientLanguage: request.client_language, clientTimezone: request.client_timezone, workspaceUrl: request.workspace_url }, operationalMessage: 'Running',
+        userId: user.id, sharingEnabled: request.enableSharing, startDate: at, keepaliveDate: at, expirationDate: addSeconds(at, settings.keepaliveExpiration),
+        launchOptions: { clientLanguage: request.clientLanguage, clientTimezone: request.clientTimezone, workspaceUrl: request.workspaceUrl }, operationalMessage: 'Running',
       }, tx);
       return assigned ? picked : null;
     });
@@ -124,7 +132,7 @@ export class StagingService {
       // The image's go command, now that the desktop has its user; a browser image gets the request's page as
       // WORKSPACE_URL here (its container started before the request). Not awaited: the answer is `running`
       // already, and a failing command shows in operational_message.
-      void this.launchCommands.runGoCommand(claimed.id, image.isBrowser && request.workspace_url ? { WORKSPACE_URL: request.workspace_url } : {});
+      void this.launchCommands.runGoCommand(claimed.id, image.isBrowser && request.workspaceUrl ? { WORKSPACE_URL: request.workspaceUrl } : {});
       return { workspaceId: claimed.id, shareId: claimed.shareId, jwt: issued.jwt };
     } catch (err) {
       // Assigned but no link could be made: it is the user's now, so it goes rather than back to the pool.

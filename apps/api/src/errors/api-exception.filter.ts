@@ -3,6 +3,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger, Optional 
 import type { FastifyReply } from 'fastify';
 import { ApiError, dependencyOutage, ErrorCode, httpStatusFor, RETRY_AFTER_SECONDS } from '@ws/common';
 import { Metrics } from '@ws/metrics';
+import { ReplayedAnswer } from './replayed-answer';
 
 interface ErrorBody {
   status: number;
@@ -23,6 +24,7 @@ const logger = new Logger('Errors');
 
 /** Every failure leaves as `{error_message}` with the status of its code; an unexpected one gets an error_id, never a stack. */
 export function describeError(error: unknown): ErrorBody {
+  if (error instanceof ReplayedAnswer) return { status: error.status, body: error.body };
   if (error instanceof ApiError) {
     return { status: httpStatusFor(error.code), body: { error_message: error.message, ...error.details }, retryAfterSeconds: error.retryAfterSeconds };
   }
@@ -57,7 +59,7 @@ export function describeError(error: unknown): ErrorBody {
  * for no_capacity, which is a full fleet, not an outage.
  */
 export function outageDependency(error: unknown, status: number): string | null {
-  if (status !== 503) return null;
+  if (status !== 503 || error instanceof ReplayedAnswer) return null;
   if (error instanceof ApiError && error.code === ErrorCode.NoCapacity) return null;
   const dependency = dependencyOutage(error);
   if (dependency === 'PostgreSQL') return 'postgresql';

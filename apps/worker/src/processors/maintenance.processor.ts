@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
+import { IdempotencyKeys } from '@ws/auth';
 import { JobHandler } from '@ws/queue';
 import { LoginLinksService, SessionTokensService } from '@ws/users';
-import { AnonymousUsers, WorkspaceRuntime } from '@ws/workspaces';
+import { AnonymousUsers, EgressTunnelHealth, WorkspaceRuntime } from '@ws/workspaces';
 
 @Injectable()
 export class MaintenanceProcessor {
@@ -10,6 +11,8 @@ export class MaintenanceProcessor {
     private readonly loginLinks: LoginLinksService,
     private readonly runtime: WorkspaceRuntime,
     private readonly anonymousUsers: AnonymousUsers,
+    private readonly idempotencyKeys: IdempotencyKeys,
+    private readonly egressTunnels: EgressTunnelHealth,
   ) {}
 
   @JobHandler('maintenance.purge-expired-credentials')
@@ -29,5 +32,15 @@ export class MaintenanceProcessor {
   @JobHandler('maintenance.reconcile-containers')
   reconcileContainers() {
     return this.runtime.reconcile();
+  }
+
+  @JobHandler('maintenance.expire-idempotency-keys')
+  async expireIdempotencyKeys() {
+    return { removed: await this.idempotencyKeys.expire() };
+  }
+
+  @JobHandler('maintenance.check-egress-tunnels')
+  checkEgressTunnels() {
+    return this.egressTunnels.check();
   }
 }

@@ -13,7 +13,7 @@ import { Workspace } from '../workspace.entity';
 import { connectPath, operationalStatus } from '../reads/workspace.mappers';
 import { WorkspaceLifecycle } from '../lifecycle/workspace-lifecycle.service';
 import { WorkspaceProfiles } from '../profiles/workspace-profiles.service';
-import type { IssuedLaunch, LaunchAnswer, ResolvedLaunch } from './launch-context';
+import type { IssuedLaunch, LaunchAnswer, LaunchChecks, ResolvedLaunch } from './launch-context';
 import type { ReservedRowFields } from './launch-step';
 import { LaunchSteps } from './launch-steps';
 
@@ -34,11 +34,12 @@ export class LaunchRecorder {
     private readonly steps: LaunchSteps,
   ) {}
 
-  async record(resolved: ResolvedLaunch): Promise<LaunchAnswer> {
+  /** `checks`: what each step's run found, for its own reserve. */
+  async record(resolved: ResolvedLaunch, checks: LaunchChecks): Promise<LaunchAnswer> {
     // The id the token names; the row is recorded next.
     const workspaceId = newId();
     const launch: IssuedLaunch = Object.assign(resolved, { workspaceId, issued: await this.ownerToken(resolved.user, workspaceId) });
-    const workspace = await this.placeAndRecord(launch);
+    const workspace = await this.placeAndRecord(launch, checks);
     await this.enqueueProvision(launch);
     const { user, issued: { jwt } } = launch;
     return {
@@ -91,34 +92,32 @@ export class LaunchRecorder {
    * seat under the license's session limit (a deployment-wide advisory lock: keep this transaction short), a
    * server with room, what the steps reserve (an egress connection; a server session's sealed columns), then the
    * workspace row (`starting`, event `requested`). Whether a Docker host is reserved is known before the steps'
-   * reservations (their locks come after the server's): a direct VNC session (the server connection step's fact) needs none.
+   * reservations (their locks come after the server's): a VNC server reached directly (launch.needsDockerHost,
+   * the server connection step's decision) needs none.
    */
-  private async placeAndRecord(launch: IssuedLaunch): Promise<Workspace> {
-    const { request: body, user, image, settings, workspaceId, facts } = launch;
-    const direct = facts.serverSession?.connection.mode === 'direct';
+  private async placeAndRecord(launch: IssuedLaunch, checks: LaunchChecks): Promise<Workspace> {
+    const { request, user, image, settings, workspaceId } = launch;
     const start = new Date();
-    const profile = image.persistentProfilePath && !facts.serverSession && body.persistent_profile_mode !== undefined ? body.persistent_profile_mode : null;
     try {
-      // A server image is launched only through @ws/server-sessions' step: a process without that module is a wiring bug.
-      if (image.kind === 'server' && !facts.serverSession) throw new Error(`image ${image.id} is a server image and no server connection step ran (ServerSessionsModule is not loaded)`);
       return await this.db.transaction(async (tx) => {
         await this.entitlements.reserveSessionCapacity(tx, countLiveWorkspaces);
-        // A VNC server is reached directly: no container, so no Docker host and none of its room.
-        const server = direct ? null : await reserveServer(tx, image);
-        const reserved = await this.reserveSteps(tx, launch);
+        const server = launch.needsDockerHost ? await reserveServer(tx, image) : null;
+        const reserved = await this.reserveSteps(tx, launch, checks);
+        // A server image is launched only through @ws/server-sessions' step: a process without that module is a wiring bug.
+        if (image.kind === 'server' && !reserved.serverSession) throw new Error(`image ${image.id} is a server image and no server connection step ran (ServerSessionsModule is not loaded)`);
         return this.lifecycle.record(tx, {
           ...newWorkspaceFields({
             id: workspaceId, userId: user.id, image, serverId: server?.id ?? null, start, expirationDate: addSeconds(start, settings.keepaliveExpiration),
             operationalMessage: 'Waiting for a worker',
           }),
           serverConnection: null, serverPasswordEncrypted: null, relaySecret: null, ...reserved.serverSession,
-          sharingEnabled: body.enable_sharing ?? false, environment: body.environment ?? {}, sessionTokenId: launch.issued.token.id,
-          clientSettingsOverride: launch.inputs.clientSettingsOverride ?? {},
+          sharingEnabled: request.enableSharing, environment: { ...request.environment }, sessionTokenId: launch.issued.token.id,
+          clientSettingsOverride: { ...request.clientSettingsOverride },
           launchOptions: {
-            clientLanguage: body.client_language, clientTimezone: body.client_timezone, workspaceUrl: body.workspace_url, containerNetwork: launch.inputs.containerNetwork,
+            clientLanguage: request.clientLanguage, clientTimezone: request.clientTimezone, workspaceUrl: request.workspaceUrl, containerNetwork: request.containerNetwork,
             ...reserved.launchOptions,
           },
-          persistentProfileMode: profile, isPersistentProfile: profile !== null && profile !== 'Disabled', profileLocation: facts.profileLocation ?? null,
+          persistentProfileMode: null, isPersistentProfile: false, profileLocation: null, ...reserved.profile,
         });
       });
     } catch (err) {
@@ -128,13 +127,14 @@ export class LaunchRecorder {
     }
   }
 
-  private async reserveSteps(tx: EntityManager, launch: IssuedLaunch): Promise<ReservedRowFields> {
+  private async reserveSteps(tx: EntityManager, launch: IssuedLaunch, checks: LaunchChecks): Promise<ReservedRowFields> {
     const reserved: ReservedRowFields = {};
     for (const step of this.steps.list()) {
       if (!step.reserve) continue;
-      const fields = await step.reserve(tx, launch);
+      const fields = await step.reserve(tx, launch, checks.get(step));
       if (fields.launchOptions) reserved.launchOptions = { ...reserved.launchOptions, ...fields.launchOptions };
       if (fields.serverSession) reserved.serverSession = { ...reserved.serverSession, ...fields.serverSession };
+      if (fields.profile) reserved.profile = { ...reserved.profile, ...fields.profile };
     }
     return reserved;
   }

@@ -25,19 +25,21 @@ export const LaunchOrder = {
 export interface ReservedRowFields {
   launchOptions?: Pick<Workspace['launchOptions'], 'egressGatewayId'>;
   serverSession?: Pick<Workspace, 'serverConnection' | 'serverPasswordEncrypted' | 'relaySecret'>;
+  profile?: Pick<Workspace, 'persistentProfileMode' | 'isPersistentProfile' | 'profileLocation'>;
 }
 
 /**
  * One step of every launch (request_workspace, a cast launch), contributed by the library that owns its concern:
  * `run` checks or decides before anything is recorded (and may serve the request itself by setting
- * `launch.answer`); `reserve`, inside the transaction that records the workspace, holds what the step checked
- * (after the license seat and the server, in step order).
+ * `launch.answer`); what it returns (`Checked`) is handed to the same step's `reserve`, which, inside the
+ * transaction that records the workspace, holds what the step checked (after the license seat and the server,
+ * in step order). Steps share nothing else: what the row needs comes back as ReservedRowFields.
  */
-export interface LaunchStep {
+export interface LaunchStep<Checked = unknown> {
   readonly name: string;
   readonly order: number;
-  run?(launch: ResolvedLaunch): Promise<void>;
-  reserve?(tx: EntityManager, launch: IssuedLaunch): Promise<ReservedRowFields>;
+  run?(launch: ResolvedLaunch): Promise<Checked>;
+  reserve?(tx: EntityManager, launch: IssuedLaunch, checked: Checked): Promise<ReservedRowFields>;
 }
 
 /** Marks a provider (a LaunchStep) of any module as a step of every launch: the pipeline finds it and runs it at its order. */

@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { QueryFailedError } from 'typeorm';
-import { ApiError, ErrorCode } from '@ws/common';
+import { ApiError, ErrorCode, toWireId } from '@ws/common';
 import { ImagesService } from '@ws/images';
 import { User, UsersService } from '@ws/users';
 import type { RequestWorkspaceRequest } from '../dto/workspace.requests';
 import { WorkspaceSettings } from '../reads/workspace-settings.service';
-import type { LaunchAnswer, LaunchInputs, ResolvedLaunch } from './launch-context';
+import { LaunchAnswer, LaunchRequest, launchRequestOf, ResolvedLaunch } from './launch-context';
 import { LaunchRecorder } from './launch-recorder.service';
 import { LaunchSteps } from './launch-steps';
 
@@ -15,7 +15,8 @@ const FOREIGN_KEY_VIOLATION = '23503';
  * request_workspace and a cast launch: resolve the user (or make an anonymous one), their effective settings and
  * the image; run every module's launch steps in order (LaunchSteps: limits, server connection, persistent
  * profile, egress, claim staged, …), any of which may refuse or serve the request; then record it
- * (LaunchRecorder: token, workspace row, provision job). Slow work (the container) is the worker's.
+ * (LaunchRecorder: token, workspace row with each step's reservation, provision job). Slow work (the container)
+ * is the worker's.
  */
 @Injectable()
 export class WorkspaceLaunch {
@@ -27,15 +28,22 @@ export class WorkspaceLaunch {
     private readonly recorder: LaunchRecorder,
   ) {}
 
-  async request(request: RequestWorkspaceRequest, inputs: LaunchInputs = {}): Promise<LaunchAnswer> {
+  /** request_workspace: the body's user_id is loaded (an unknown or inactive one is refused), or the launch makes an anonymous user. */
+  async request(body: RequestWorkspaceRequest): Promise<LaunchAnswer> {
+    const user = body.user_id !== undefined ? await this.users.findActive(body.user_id) : 'anonymous';
+    return this.launch(launchRequestOf(body, user));
+  }
+
+  async launch(request: LaunchRequest): Promise<LaunchAnswer> {
     let made: User | null = null;
     let launch: ResolvedLaunch;
+    const checks = new Map<object, unknown>();
     try {
-      const user = inputs.user ?? (request.user_id !== undefined ? await this.users.findActive(request.user_id) : (made = await this.users.createAnonymous()));
-      launch = await this.resolve(request, inputs, user, made !== null);
+      const user = request.user === 'anonymous' ? (made = await this.users.createAnonymous()) : request.user;
+      launch = await this.resolve(request, user, made !== null);
       for (const step of this.steps.list()) {
         if (!step.run) continue;
-        await step.run(launch);
+        checks.set(step, await step.run(launch));
         if (launch.answer) return launch.answer;
       }
     } catch (err) {
@@ -45,23 +53,23 @@ export class WorkspaceLaunch {
       throw userGone(err, request) ?? err;
     }
     try {
-      return await this.recorder.record(launch);
+      return await this.recorder.record(launch, checks);
     } catch (err) {
       throw userGone(err, request) ?? err;
     }
   }
 
   /** The user's group settings (a launch's client-settings override wins), and the image: image_id, else the user's default, else their groups'. */
-  private async resolve(request: RequestWorkspaceRequest, inputs: LaunchInputs, user: User, createdUser: boolean): Promise<ResolvedLaunch> {
+  private async resolve(request: LaunchRequest, user: User, createdUser: boolean): Promise<ResolvedLaunch> {
     const groupSettings = await this.settings.of(user.id);
-    const settings = { ...groupSettings, clientSettings: { ...groupSettings.clientSettings, ...(inputs.clientSettingsOverride ?? {}) } };
-    let imageId = request.image_id;
+    const settings = { ...groupSettings, clientSettings: { ...groupSettings.clientSettings, ...request.clientSettingsOverride } };
+    let imageId = request.imageId;
     if (imageId === undefined) {
       const fallback = (await this.users.defaultImageOf(user.id)) ?? settings.defaultImageId;
       if (!fallback) throw new ApiError(ErrorCode.InvalidRequest, 'image_id is required: the user and their groups have no default image');
       imageId = fallback;
     }
-    return { request, inputs, user, createdUser, settings, image: await this.images.find(imageId), facts: {} };
+    return { request, user, createdUser, settings, image: await this.images.find(imageId), needsDockerHost: true };
   }
 }
 
@@ -69,8 +77,8 @@ export class WorkspaceLaunch {
  * The request's user was deleted while the launch ran (an anonymous user removed with its last workspace, or
  * delete_user): the token or the workspace row then refers to no user. The same answer as an unknown user_id.
  */
-function userGone(err: unknown, request: RequestWorkspaceRequest): ApiError | null {
+function userGone(err: unknown, request: LaunchRequest): ApiError | null {
   const driver = err instanceof QueryFailedError ? (err.driverError as { code?: string; detail?: string }) : null;
-  if (driver?.code !== FOREIGN_KEY_VIOLATION || !/table "users"/.test(driver.detail ?? '') || request.user_id === undefined) return null;
-  return ApiError.invalidId('user_id', request.user_id);
+  if (driver?.code !== FOREIGN_KEY_VIOLATION || !/table "users"/.test(driver.detail ?? '') || request.user === 'anonymous') return null;
+  return ApiError.invalidId('user_id', toWireId(request.user.id));
 }

@@ -6,6 +6,9 @@ import { WorkspaceEgress } from '../../egress/workspace-egress.service';
 import type { IssuedLaunch, ResolvedLaunch } from '../launch-context';
 import { LaunchOrder, LaunchStep, LaunchStepProvider, ReservedRowFields } from '../launch-step';
 
+/** The user's groups (ids), for an egress credential attached to one of them; null when no gateway is asked for. */
+type CheckedEgress = { groupIds: string[] } | null;
+
 /**
  * egress_gateway_id: the gateway exists and the user may use it (a credential of its provider on the user, one
  * of their groups or the image), checked before anything is recorded (400, 403, 409); the connection is reserved
@@ -14,7 +17,7 @@ import { LaunchOrder, LaunchStep, LaunchStepProvider, ReservedRowFields } from '
  */
 @Injectable()
 @LaunchStepProvider()
-export class EgressStep implements LaunchStep {
+export class EgressStep implements LaunchStep<CheckedEgress> {
   readonly name = 'egress';
   readonly order = LaunchOrder.Egress;
 
@@ -23,20 +26,18 @@ export class EgressStep implements LaunchStep {
     private readonly groups: GroupsService,
   ) {}
 
-  async run(launch: ResolvedLaunch): Promise<void> {
-    const gatewayId = launch.request.egress_gateway_id;
-    if (!gatewayId) return;
-    const { user, image } = launch;
+  async run({ request, user, image }: ResolvedLaunch): Promise<CheckedEgress> {
+    const gatewayId = request.egressGatewayId;
+    if (!gatewayId) return null;
     const groupIds = ((await this.groups.groupsOf([user.id])).get(user.id) ?? []).map((g) => g.id);
-    launch.facts.egressGroupIds = groupIds;
     await this.egress.check({ workspaceId: newId(), userId: user.id, groupIds, imageId: image.id, gatewayId });
+    return { groupIds };
   }
 
-  async reserve(tx: EntityManager, launch: IssuedLaunch): Promise<ReservedRowFields> {
-    const gatewayId = launch.request.egress_gateway_id;
-    if (!gatewayId) return {};
-    const { workspaceId, user, image, facts } = launch;
-    const egress = await this.egress.reserve(tx, { workspaceId, userId: user.id, groupIds: facts.egressGroupIds ?? [], imageId: image.id, gatewayId });
+  async reserve(tx: EntityManager, { request, workspaceId, user, image }: IssuedLaunch, checked: CheckedEgress): Promise<ReservedRowFields> {
+    const gatewayId = request.egressGatewayId;
+    if (!gatewayId || !checked) return {};
+    const egress = await this.egress.reserve(tx, { workspaceId, userId: user.id, groupIds: checked.groupIds, imageId: image.id, gatewayId });
     return { launchOptions: { egressGatewayId: egress.gateway.id } };
   }
 }
