@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { toWireId } from '@ws/common';
 import { ImagesService } from '@ws/images';
@@ -66,7 +68,7 @@ describe('Prometheus metrics', () => {
     apiMetrics = `http://127.0.0.1:${apiPort}/metrics`;
     workerMetrics = `http://127.0.0.1:${workerPort}/metrics`;
     // A low per-key limit, so a few wrong secrets against one key draw a 429.
-    api = await TestApi.start({ METRICS_HOST: '127.0.0.1', METRICS_PORT: apiPort, AUTH_FAILURES_PER_KEY: 3, WORKER_LOCK_MS: 3000 });
+    api = await TestApi.start({ METRICS_HOST: '127.0.0.1', METRICS_PORT: apiPort, AUTH_FAILURES_PER_KEY: 3, WORKER_LOCK_MS: 3000, WEBHOOK_ALLOW_PRIVATE_ADDRESSES: true });
     await api.startWorker({ METRICS_PORT: workerPort });
     base = await api.listen();
     const zone = await api.app.get(ZonesService).ensure('default');
@@ -199,6 +201,33 @@ describe('Prometheus metrics', () => {
       return figure(samples, 'workspace_server_staged_workspaces_ready', { pool }) + figure(samples, 'workspace_server_staged_workspaces_starting', { pool }) === 0 ? true : undefined;
     }, 120_000, 500);
     expect((await api.call('delete_staging_config', admin, { target_staging_config: { staging_config_id: pool } })).status).toBe(200);
+  });
+
+  it('counts idempotent replays by operation, and webhook deliveries by outcome with their duration', async () => {
+    const receiver = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(204).end());
+    });
+    await new Promise<void>((done) => receiver.listen(0, '127.0.0.1', done));
+    try {
+      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+      expect((await api.call('create_webhook', admin, { target_webhook: { url, events: ['user.created'] } })).status).toBe(200);
+      const [apiBefore, workerBefore] = [await scrape(apiMetrics), await scrape(workerMetrics)];
+      const create = () => api.call('create_user', admin, { target_user: { username: 'metrics-replayed' } }).set('idempotency-key', 'metrics-replay-1');
+      const first = await create();
+      expect(first.status).toBe(200);
+      const again = await create();
+      expect(again.body).toEqual(first.body);
+      const apiAfter = await scrape(apiMetrics);
+      expect(figure(apiAfter, 'workspace_server_idempotent_replays_total', { operation: 'create_user' }) - figure(apiBefore, 'workspace_server_idempotent_replays_total', { operation: 'create_user' })).toBe(1);
+      const workerAfter = await waitFor('a webhook delivered', async () => {
+        const samples = await scrape(workerMetrics);
+        return figure(samples, 'workspace_server_webhook_deliveries_total', { outcome: 'delivered' }) > figure(workerBefore, 'workspace_server_webhook_deliveries_total', { outcome: 'delivered' }) ? samples : undefined;
+      }, 30_000, 200);
+      expect(figure(workerAfter, 'workspace_server_webhook_delivery_duration_seconds_count', { outcome: 'delivered' })).toBeGreaterThanOrEqual(1);
+    } finally {
+      await new Promise((done) => receiver.close(done));
+    }
   });
 
   it('the public port has no /metrics', async () => {
