@@ -4,7 +4,7 @@
  * index. No cycles, between libraries or between the files of one. test/structure/dependency-rules.spec.ts plants a
  * violation of each rule and sees the check fail.
  */
-const INFRASTRUCTURE = ['common', 'database', 'queue', 'agent', 'stream', 'storage', 'settings'];
+const INFRASTRUCTURE = ['common', 'database', 'queue', 'agent', 'stream', 'storage', 'settings', 'metrics', 'logging'];
 const IDENTITY = ['users', 'groups', 'images', 'servers', 'zones', 'licensing', 'egress', 'auth'];
 const FEATURES = ['workspaces', 'staging', 'casting', 'recordings', 'files', 'profiles', 'server-sessions', 'webhooks'];
 /** Published on its own (@workspace-server/client): it talks HTTP to the api and imports no server code. */

@@ -109,6 +109,8 @@ export function benchSettings(kind?: string) {
   const suffix = randomBytes(4).toString('hex');
   return {
     DATABASE_NAME: `ws_bench_${kind ? `${kind}_` : ''}${suffix}`, REDIS_PREFIX: `wsbench-${suffix}`, DEPLOYMENT_ID: `bench-${suffix}`, LOG_LEVEL: 'warn',
+    // Several apis and workers of one bench share the machine: no metrics listeners (they would all want 9464/9465).
+    METRICS_PORT: 0,
     // Past the free tier (5 sessions, no staging or casting), as the test harness: benches measure the product, not its license.
     UNLICENSED_SESSION_LIMIT: 1000, UNLICENSED_FEATURES: LICENSE_FEATURES.join(','),
   };

@@ -53,6 +53,8 @@ export class TestApi {
     const licensing = LICENSING_SETTINGS.some((name) => name in overrides) ? {} : TEST_LICENSE_DEFAULTS;
     const settings: Partial<AppConfig> = {
       DATABASE_NAME: database, REDIS_PREFIX: `wse2e-${suffix}`, DEPLOYMENT_ID: `e2e-${suffix}`, DATABASE_POOL_SIZE: 4, LOG_LEVEL: 'warn',
+      // Many suites run at once on one machine: no metrics listener unless a suite asks (metrics.e2e-spec).
+      METRICS_PORT: 0,
       // Suites send many refused credentials from one address on purpose; auth-rate-limit.e2e-spec sets real limits.
       AUTH_FAILURES_PER_ADDRESS: 1_000_000, AUTH_FAILURES_PER_KEY: 1_000_000,
       // As `npm start` makes one: secrets at rest (server image passwords, egress and webhook secrets) are sealed.

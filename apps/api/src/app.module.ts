@@ -10,6 +10,8 @@ import { SettingsModule } from '@ws/settings';
 import { StagingModule } from '@ws/staging';
 import { CastingModule } from '@ws/casting';
 import { LicensingModule } from '@ws/licensing';
+import { LoggingModule } from '@ws/logging';
+import { MetricsModule } from '@ws/metrics';
 import { RecordingsModule } from '@ws/recordings';
 import { UsersModule } from '@ws/users';
 import { ImagesModule } from '@ws/images';
@@ -22,6 +24,7 @@ import { ClientSessionController } from './client/client-session.controller';
 import { ApiExceptionFilter } from './errors/api-exception.filter';
 import { GatewayModule } from './gateway/gateway.module';
 import { HealthController } from './health.controller';
+import { RequestLogFields } from './logging/request-log-fields.interceptor';
 import { IdempotencyInterceptor } from './idempotency/idempotency.interceptor';
 import { StorageApiModule } from './storage/storage.module';
 import { GroupsController } from './public-api/groups.controller';
@@ -53,11 +56,12 @@ export class AppModule {
   static forRoot(overrides: Partial<AppConfig> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, ImagesModule, WorkspacesModule, ServerSessionsModule, ZonesModule, ServersModule, GatewayModule, StagingModule, CastingModule, StorageApiModule, RecordingsModule, LicensingModule, EgressModule, FilesModule, WebhooksModule],
+      imports: [ConfigModule.forRoot(overrides), MetricsModule.forRoot('api'), LoggingModule.forRoot('api'), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, ImagesModule, WorkspacesModule, ServerSessionsModule, ZonesModule, ServersModule, GatewayModule, StagingModule, CastingModule, StorageApiModule, RecordingsModule, LicensingModule, EgressModule, FilesModule, WebhooksModule],
       controllers: API_CONTROLLERS,
       providers: [
         { provide: APP_GUARD, useClass: OperationGuard },
         { provide: APP_FILTER, useClass: ApiExceptionFilter },
+        { provide: APP_INTERCEPTOR, useClass: RequestLogFields },
         { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
         { provide: APP_PIPE, useFactory: apiValidationPipe },
       ],

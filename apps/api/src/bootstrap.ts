@@ -2,11 +2,15 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { OperatorAuthenticator } from '@ws/auth';
 import { addressList, AppConfig, loadConfig } from '@ws/common';
+import { Metrics } from '@ws/metrics';
+import { Logger } from 'nestjs-pino';
+import { requestIdOf } from '@ws/logging';
 import { JobProducer, RedisConnections } from '@ws/queue';
 import { registerQueueDashboard } from './admin/queue-dashboard';
 import { AppModule } from './app.module';
 import { registerBrowserRequestGuard } from './client/browser-request-guard';
 import { configureFastify } from './http-setup';
+import { registerHttpMetrics } from './metrics/http-metrics';
 import { registerApiReference } from './openapi/api-reference';
 import { registerWebClient } from './web/web-client';
 
@@ -16,16 +20,24 @@ export async function createApi(overrides: Partial<AppConfig> = {}): Promise<Nes
   // X-Forwarded-For is believed only from the configured proxies: anyone else could pick the address that
   // rate limits count against. request.ip is then the first address not among them.
   const trustedProxies = addressList(config.TRUSTED_PROXIES);
-  const adapter = new FastifyAdapter({ bodyLimit: config.MAX_BODY_BYTES, trustProxy: trustedProxies.length ? trustedProxies : false });
+  // Request ids: an incoming X-Request-Id when sane, else a new one; on every log line of the request, echoed back.
+  const adapter = new FastifyAdapter({ bodyLimit: config.MAX_BODY_BYTES, trustProxy: trustedProxies.length ? trustedProxies : false, genReqId: requestIdOf });
+  adapter.getInstance().addHook('onRequest', async (request, reply) => void reply.header('x-request-id', request.id));
   configureFastify(adapter.getInstance());
+  // The request hooks must exist before Nest registers its routes; the Metrics they count into come with the app.
+  const made: { metrics?: Metrics } = {};
+  registerHttpMetrics(adapter.getInstance(), () => made.metrics);
   registerBrowserRequestGuard(adapter.getInstance(), config.PUBLIC_BASE_URL);
   await registerWebClient(adapter.getInstance(), { captchaScriptUrl: config.RECAPTCHA_SCRIPT_URL });
   registerApiReference(adapter.getInstance());
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(overrides), adapter, {
     bodyParser: false,
     abortOnError: false,
-    logger: ['error', 'warn', ...(config.LOG_LEVEL === 'log' || config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'verbose' ? (['log'] as const) : [])],
+    // Nest's own lines wait for pino (LoggingModule: JSON lines, LOG_LEVEL, LOG_FORMAT, request ids, redaction).
+    bufferLogs: true,
   });
+  app.useLogger(app.get(Logger));
+  made.metrics = app.get(Metrics);
   if (config.QUEUE_DASHBOARD) {
     registerQueueDashboard(adapter.getInstance(), { operators: app.get(OperatorAuthenticator), jobs: app.get(JobProducer), redis: app.get(RedisConnections) }, config.PUBLIC_BASE_URL);
   }

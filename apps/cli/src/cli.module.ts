@@ -4,6 +4,7 @@ import { ConfigModule } from '@ws/common';
 import { DatabaseModule } from '@ws/database';
 import { EgressModule } from '@ws/egress';
 import { LicensingModule } from '@ws/licensing';
+import { MetricsModule } from '@ws/metrics';
 import { QueueModule } from '@ws/queue';
 import { ServersModule } from '@ws/servers';
 import { SettingsModule } from '@ws/settings';
@@ -15,6 +16,6 @@ import { ZonesModule } from '@ws/zones';
 @Module({})
 export class CliModule {
   static forRoot(): DynamicModule {
-    return { module: CliModule, imports: [ConfigModule.forRoot(), DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule, ZonesModule, ServersModule, LicensingModule, EgressModule, WebhooksModule] };
+    return { module: CliModule, imports: [ConfigModule.forRoot(), MetricsModule.forRoot('none'), DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule, ZonesModule, ServersModule, LicensingModule, EgressModule, WebhooksModule] };
   }
 }

@@ -1,6 +1,7 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { AppConfig, loadConfig } from '@ws/common';
+import { AppConfig } from '@ws/common';
+import { Logger } from 'nestjs-pino';
 import { WorkerModule } from './worker.module';
 
 /**
@@ -8,11 +9,9 @@ import { WorkerModule } from './worker.module';
  * signals to the caller (main.ts bounds the shutdown itself).
  */
 export async function createWorker(overrides: Partial<AppConfig> = {}, options: { shutdownHooks?: boolean } = {}): Promise<INestApplicationContext> {
-  const config = Object.assign(loadConfig(), overrides);
-  const app = await NestFactory.createApplicationContext(WorkerModule.forRoot(overrides), {
-    abortOnError: false,
-    logger: ['error', 'warn', ...(config.LOG_LEVEL === 'warn' || config.LOG_LEVEL === 'error' ? [] : (['log'] as const))],
-  });
+  // Nest's own lines wait for pino (LoggingModule: JSON lines, LOG_LEVEL, LOG_FORMAT; job ids on job lines).
+  const app = await NestFactory.createApplicationContext(WorkerModule.forRoot(overrides), { abortOnError: false, bufferLogs: true });
+  app.useLogger(app.get(Logger));
   if (options.shutdownHooks ?? true) app.enableShutdownHooks();
   return app;
 }

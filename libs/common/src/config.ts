@@ -192,6 +192,12 @@ export class AppConfig {
   @Transform(toInt) @IsInt() @Min(100) @Max(60_000) SERVER_HEALTH_TIMEOUT_MS = 3000;
 
   @IsIn(['error', 'warn', 'log', 'debug', 'verbose']) LOG_LEVEL = 'log';
+  /** `json` (one JSON object a line) or `pretty` (for a human); unset: pretty on a terminal, JSON otherwise. */
+  @IsOptional() @IsIn(['json', 'pretty']) LOG_FORMAT?: string;
+  /** Interface of the Prometheus listener (GET /metrics), never the public port's: keep it on a private address. */
+  @IsString() METRICS_HOST = '127.0.0.1';
+  /** Port of the Prometheus listener; unset: 9464 for the api, 9465 for the worker; 0: no listener. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(65535) METRICS_PORT?: number;
   /** Worker: concurrent jobs per queue in one process. */
   @Transform(toInt) @IsInt() @Min(1) @Max(64) WORKER_CONCURRENCY = 4;
   /**
@@ -253,7 +259,7 @@ export class ConfigError extends Error {}
 export function loadConfig(env: Record<string, string | undefined> = process.env): AppConfig {
   const known = Object.keys(new AppConfig());
   const source: Record<string, string> = {};
-  for (const key of [...known, 'DATABASE_PASSWORD']) {
+  for (const key of [...known, 'DATABASE_PASSWORD', 'METRICS_PORT', 'LOG_FORMAT']) {
     const value = env[key];
     if (value !== undefined) source[key] = value;
   }

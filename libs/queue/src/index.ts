@@ -5,5 +5,6 @@ export { JOB_QUEUE, MAX_JOB_STALLS, QUEUES, jobId } from './jobs';
 export type { DestroyReason, JobPayloads } from './jobs';
 export { PermanentFailure } from './permanent-failure';
 export { QueueWorkers } from './queue-workers';
+export { queueDepths } from './queue-depths';
 export { QueueModule } from './queue.module';
 export { RedisConnections } from './redis-connections';

@@ -3,6 +3,8 @@ import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@ne
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { Job, UnrecoverableError, WaitingError, Worker } from 'bullmq';
 import { AppConfig } from '@ws/common';
+import { withLogBindings } from '@ws/logging';
+import { Metrics } from '@ws/metrics';
 import { JOB_HANDLER_KEY } from './job-handler.decorator';
 import { JobProducer } from './job-producer';
 import { JOB_QUEUE, jobOptions, JobName, JobPayloads, JOBS, MAX_JOB_STALLS, QueueName, QUEUES, SCHEDULED_JOBS } from './jobs';
@@ -42,6 +44,7 @@ export class QueueWorkers implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly config: AppConfig,
     private readonly redis: RedisConnections,
     private readonly producer: JobProducer,
+    private readonly metrics: Metrics,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -82,16 +85,26 @@ export class QueueWorkers implements OnApplicationBootstrap, OnModuleDestroy {
         const key = `${queue}:${job.id}`;
         const abort = new AbortController();
         this.running.set(key, { job, token, abort });
+        const started = performance.now();
+        let outcome = 'completed';
         try {
-          const run = handler(job.data as JobPayloads[JobName], job, abort.signal);
+          // Every line the handler logs carries the job's id, name and queue and the ids of its payload.
+          const run = withLogBindings(jobLogBindings(queue, job), () => handler(job.data as JobPayloads[JobName], job, abort.signal));
           run.catch(() => undefined); // still settles after a hand-back, when nobody awaits it any more
           return await Promise.race([run, rejectWhenAborted(abort.signal)]);
         } catch (err) {
           // Handed back at shutdown: the job is in the wait list again; BullMQ must neither fail nor retry it here.
-          if (abort.signal.aborted) throw new WaitingError();
+          if (abort.signal.aborted) {
+            outcome = 'handed_back';
+            throw new WaitingError();
+          }
+          const permanent = err instanceof PermanentFailure || err instanceof UnrecoverableError;
+          outcome = permanent || job.attemptsMade + 1 >= (job.opts.attempts ?? 1) ? 'failed' : 'retried';
           throw err instanceof PermanentFailure ? new UnrecoverableError(err.message) : err;
         } finally {
           this.running.delete(key);
+          this.metrics.jobs.inc({ queue, job: job.name, outcome });
+          this.metrics.jobDuration.observe({ queue, job: job.name }, (performance.now() - started) / 1000);
         }
       },
       {
@@ -142,6 +155,15 @@ export class QueueWorkers implements OnApplicationBootstrap, OnModuleDestroy {
     abort.abort(new Error('worker shutting down'));
     return moved;
   }
+}
+
+/** The job's id, name and queue, and each `…Id` of its payload as `…_id` (workspace_id, recording_id, …). */
+export function jobLogBindings(queue: string, job: Pick<Job, 'id' | 'name' | 'data'>): Record<string, unknown> {
+  const bindings: Record<string, unknown> = { job_id: job.id, job: job.name, queue };
+  for (const [key, value] of Object.entries((job.data ?? {}) as Record<string, unknown>)) {
+    if (/Id$/.test(key) && typeof value === 'string') bindings[key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = value;
+  }
+  return bindings;
 }
 
 /** True when `promise` settled within `ms` (a rejection propagates). */

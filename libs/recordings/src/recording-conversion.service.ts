@@ -7,6 +7,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
 import { AppConfig } from '@ws/common';
+import { Metrics, secondsSince } from '@ws/metrics';
 import { PermanentFailure } from '@ws/queue';
 import { ObjectNotFoundError, ObjectStore, putVerified } from '@ws/storage';
 import { CaptureFormatError, segmentKey } from './capture-format';
@@ -37,6 +38,7 @@ export class RecordingConversion {
     @InjectRepository(SessionRecording) private readonly recordings: Repository<SessionRecording>,
     private readonly stores: RecordingStores,
     private readonly config: AppConfig,
+    private readonly metrics: Metrics,
   ) {}
 
   async convert(recordingId: string, options: ConversionOptions): Promise<ConversionOutcome> {
@@ -48,16 +50,23 @@ export class RecordingConversion {
     if (recording.status !== 'captured') return { recordingId, status: recording.status, segmentsDeleted: 0 };
 
     let status: RecordingStatus | 'gone';
+    const started = performance.now();
     try {
       status = await this.publish(recording, store, options.signal);
     } catch (err) {
       if (options.signal.aborted) throw err;
       const permanent = err instanceof CaptureFormatError || err instanceof ObjectNotFoundError || err instanceof PermanentFailure;
       if (permanent || options.final) {
+        this.metrics.recordingConversions.inc({ outcome: 'failed' });
         await this.fail(recordingId, (err as Error).message);
         throw permanent ? new PermanentFailure(`recording ${recordingId}: ${(err as Error).message}`) : err;
       }
+      this.metrics.recordingConversions.inc({ outcome: 'retried' });
       throw err;
+    }
+    if (status === 'ready') {
+      this.metrics.recordingConversions.inc({ outcome: 'converted' });
+      this.metrics.recordingConversionDuration.observe(secondsSince(started));
     }
     if (status !== 'ready') return { recordingId, status, segmentsDeleted: 0 };
     return { recordingId, status, segmentsDeleted: await deleteUnder(store, recording.capturePrefix) };
@@ -65,6 +74,7 @@ export class RecordingConversion {
 
   /** A job that kept killing its worker: the recording is marked failed (its capture kept) instead of trying again. */
   async abandon(recordingId: string, why: string): Promise<ConversionOutcome> {
+    this.metrics.recordingConversions.inc({ outcome: 'failed' });
     await this.fail(recordingId, `conversion abandoned: ${why}`);
     return { recordingId, status: 'failed', segmentsDeleted: 0 };
   }

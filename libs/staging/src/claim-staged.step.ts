@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { toWireId } from '@ws/common';
+import { Metrics, secondsSince } from '@ws/metrics';
 import { connectPath, LaunchOrder, LaunchStep, LaunchStepProvider, ResolvedLaunch, setClientSettingsOverride } from '@ws/workspaces';
 import { StagingService } from './staging.service';
 
@@ -15,14 +16,18 @@ export class ClaimStagedStep implements LaunchStep {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly staging: StagingService,
+    private readonly metrics: Metrics,
   ) {}
 
   async run(launch: ResolvedLaunch): Promise<void> {
     if (launch.request.containerNetwork) return; // a staged container already joined its network
     if (launch.image.kind === 'server') return; // staging starts containers of container images only
     const { user, image, settings, request } = launch;
+    const started = performance.now();
     const staged = await this.staging.claim({ user, image, settings, request });
     if (!staged) return;
+    this.metrics.stagedClaimed.inc();
+    this.metrics.stagedClaimDuration.observe(secondsSince(started));
     const override = request.clientSettingsOverride;
     if (Object.keys(override).length > 0) await setClientSettingsOverride(this.db.manager, staged.workspaceId, override);
     launch.answer = {

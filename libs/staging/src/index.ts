@@ -2,6 +2,7 @@
 export { CreateStagingConfigRequest, StagingConfigRequest, UpdateStagingConfigRequest } from './dto/staging.requests';
 export { StagingConfig } from './staging-config.entity';
 export { StagingReconciler } from './staging-reconciler.service';
+export { stagingPools } from './staging-figures';
 export { toStagingConfigResponse } from './staging.mappers';
 export { StagingModule } from './staging.module';
 export { StagingService } from './staging.service';

@@ -4,6 +4,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { addSeconds, ApiError, ErrorCode } from '@ws/common';
 import { Image } from '@ws/images';
 import { Entitlements } from '@ws/licensing';
+import { Metrics } from '@ws/metrics';
 import type { DestroyReason } from '@ws/queue';
 import { LaunchRecorder, liveUnassignedStaged, StagedRow, stagedPool, WorkspaceTeardown } from '@ws/workspaces';
 import { StagingConfig } from './staging-config.entity';
@@ -48,6 +49,7 @@ export class StagingReconciler {
     private readonly teardown: WorkspaceTeardown,
     private readonly recorder: LaunchRecorder,
     private readonly entitlements: Entitlements,
+    private readonly metrics: Metrics,
   ) {}
 
   /** One config's pool, or every pool when no id is given. */
@@ -60,6 +62,7 @@ export class StagingReconciler {
       const reason = staleReason(row, configs.get(row.stagingConfigId));
       if (!reason) continue;
       await this.teardown.destroy(row.id, reason);
+      if (reason === 'failed') this.metrics.stagedFailed.inc();
       outcome.destroyed++;
     }
     const ids = stagingConfigId ? [stagingConfigId] : [...configs.keys()];
@@ -101,6 +104,7 @@ export class StagingReconciler {
       }
       if (created.length === missing) this.shortBy.delete(config.id);
     });
+    if (created.length) this.metrics.stagedCreated.inc(created.length);
     await this.recorder.enqueueProvisions(created);
     return { created: created.length, destroyed };
   }

@@ -3,6 +3,7 @@ import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@ne
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '@ws/common';
+import { Metrics } from '@ws/metrics';
 import { PgNotifications } from '@ws/database';
 import { pruneUserEvents } from '@ws/users';
 import { AddressCheck, hostOf, webhookAddressPolicy } from './webhook-address';
@@ -79,6 +80,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnModuleDestro
     @InjectDataSource() private readonly db: DataSource,
     private readonly config: AppConfig,
     private readonly notifications: PgNotifications,
+    private readonly metrics: Metrics,
   ) {
     this.policy = webhookAddressPolicy(config.WEBHOOK_ALLOW_PRIVATE_ADDRESSES);
     this.secrets = new WebhookSecretStore(config.SERVER_CREDENTIALS_KEY);
@@ -274,6 +276,10 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnModuleDestro
         );
       }
     });
+    // Per attempt: delivered, retried (attempts left) or failed (the message gave up: 410 or the last attempt).
+    const outcome = succeeded ? 'delivered' : result.statusCode === 410 || attempts >= this.config.WEBHOOK_MAX_ATTEMPTS ? 'failed' : 'retried';
+    this.metrics.webhookDeliveries.inc({ outcome });
+    this.metrics.webhookDeliveryDuration.observe({ outcome }, result.durationMs / 1000);
     if (!succeeded) this.logger.warn(`webhook ${endpoint.id}: msg_${message.id} (${message.event_type}) attempt ${attempts}: ${result.error}`);
     return succeeded ? 'delivered' : 'failed';
   }

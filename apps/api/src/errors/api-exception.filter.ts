@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger, Optional } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { ApiError, dependencyOutage, ErrorCode, httpStatusFor, RETRY_AFTER_SECONDS } from '@ws/common';
+import { Metrics } from '@ws/metrics';
 import { ReplayedAnswer } from './replayed-answer';
 
 interface ErrorBody {
@@ -52,12 +53,30 @@ export function describeError(error: unknown): ErrorBody {
   return { status: 500, body: { error_message: 'Internal error', error_id: errorId } };
 }
 
+/**
+ * Which dependency a 503 blames, for the outage counter: PostgreSQL and Redis as dependencyOutage tells them,
+ * `other` for the rest of the 503s (a Docker host or VNC server that did not answer, the object store); none
+ * for no_capacity, which is a full fleet, not an outage.
+ */
+export function outageDependency(error: unknown, status: number): string | null {
+  if (status !== 503 || error instanceof ReplayedAnswer) return null;
+  if (error instanceof ApiError && error.code === ErrorCode.NoCapacity) return null;
+  const dependency = dependencyOutage(error);
+  if (dependency === 'PostgreSQL') return 'postgresql';
+  if (dependency === 'Redis' || (error instanceof ApiError && /^Redis /.test(error.message))) return 'redis';
+  return 'other';
+}
+
 @Catch()
 export class ApiExceptionFilter implements ExceptionFilter {
+  constructor(@Optional() private readonly metrics?: Metrics) {}
+
   catch(error: unknown, host: ArgumentsHost): void {
     if (host.getType() !== 'http') throw error;
     const reply = host.switchToHttp().getResponse<FastifyReply>();
     const { status, body, retryAfterSeconds } = describeError(error);
+    const outage = outageDependency(error, status);
+    if (outage) this.metrics?.dependencyOutages.inc({ dependency: outage });
     // Every 503 says when to come back; a service that knows better sets its own.
     const retryAfter = retryAfterSeconds ?? (status === 503 ? RETRY_AFTER_SECONDS : undefined);
     if (retryAfter !== undefined) void reply.header('retry-after', String(retryAfter));

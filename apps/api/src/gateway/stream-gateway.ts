@@ -5,6 +5,7 @@ import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@ne
 import { HttpAdapterHost } from '@nestjs/core';
 import { WebSocketServer } from 'ws';
 import { ApiError, AppConfig, ErrorCode } from '@ws/common';
+import { Metrics } from '@ws/metrics';
 import { RedisConnections } from '@ws/queue';
 import { RecordingCapture } from '@ws/recordings';
 import { authenticateToServer, greetBrowser, ReadBufferPool, RfbSession, RfbSessionRegistry } from '@ws/stream';
@@ -27,6 +28,8 @@ interface Connection extends StreamStanding {
   /** The owner's idle_disconnect in ms (0: never); view-only joiners are not timed. */
   idleLimitMs: number;
   idleReason: string;
+  /** Bytes already added to the stream_bytes_total counter. */
+  counted: { toClient: number; fromClient: number };
 }
 
 /**
@@ -57,6 +60,7 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly recordings: RecordingCapture,
     private readonly audio: AudioGateway,
     private readonly serverSessions: WorkspaceServerSessions,
+    private readonly metrics: Metrics,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -116,12 +120,16 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
               session, workspaceId: workspace.id, sessionTokenId: grant.sessionTokenId, userId: grant.userId, ownerId: workspace.userId,
               idleLimitMs: idleMinutes * this.config.IDLE_DISCONNECT_MINUTE_MS,
               idleReason: `Disconnected after ${idleMinutes} minute${idleMinutes === 1 ? '' : 's'} without input`,
+              counted: { toClient: 0, fromClient: 0 },
             };
             this.connections.add(connection);
+            this.metrics.streamConnections.inc();
             this.registry.add(workspace.id, session);
             const unwatch = this.admission.watch(connection, (reason) => session.close(reason, 'proxy'));
             session.onClose(() => {
               this.connections.delete(connection);
+              this.metrics.streamConnections.dec();
+              this.countBytes(connection, session.stats());
               unwatch();
               void this.redis.shared().hdel(this.redis.key(streamStatsKey(workspace.id)), session.id).catch(() => undefined);
             });
@@ -144,11 +152,22 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
     }
   }
 
+  /** Adds what the connection moved since the last count (every stats interval and at close) to the byte counters. */
+  private countBytes(connection: Connection, stats: { bytesToClient: number; bytesFromClient: number }): void {
+    const { counted } = connection;
+    if (stats.bytesToClient > counted.toClient) this.metrics.streamBytes.inc({ direction: 'to_client' }, stats.bytesToClient - counted.toClient);
+    if (stats.bytesFromClient > counted.fromClient) this.metrics.streamBytes.inc({ direction: 'from_client' }, stats.bytesFromClient - counted.fromClient);
+    counted.toClient = Math.max(counted.toClient, stats.bytesToClient);
+    counted.fromClient = Math.max(counted.fromClient, stats.bytesFromClient);
+  }
+
   private async publishStats(): Promise<void> {
     if (this.connections.size === 0) return;
     const pipeline = this.redis.shared().pipeline();
-    for (const { session, workspaceId } of this.connections) {
+    for (const connection of this.connections) {
+      const { session, workspaceId } = connection;
       const snapshot: StreamSnapshot = { stats: session.stats(), bottleneck: session.bottleneck(), at: Date.now() };
+      this.countBytes(connection, snapshot.stats);
       const key = this.redis.key(streamStatsKey(workspaceId));
       pipeline.hset(key, session.id, JSON.stringify(snapshot)).expire(key, STREAM_STATS_TTL_SECONDS);
     }

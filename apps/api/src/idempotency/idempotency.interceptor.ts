@@ -7,6 +7,7 @@ import {
   OperationName, parseIdempotencyKey,
 } from '@ws/auth';
 import { ApiError, httpStatusFor } from '@ws/common';
+import { Metrics } from '@ws/metrics';
 import { describeError } from '../errors/api-exception.filter';
 import { ReplayedAnswer } from '../errors/replayed-answer';
 
@@ -25,6 +26,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
   constructor(
     private readonly reflector: Reflector,
     private readonly keys: IdempotencyKeys,
+    private readonly metrics: Metrics,
   ) {}
 
   async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
@@ -36,6 +38,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     if (!operation || !isIdempotent(operation) || !request.caller) return next.handle();
     const begun = await this.keys.begin(request.caller, parseIdempotencyKey(header), operation, request.body);
     if (begun.kind === 'replay') {
+      this.metrics.idempotentReplays.inc({ operation });
       void context.switchToHttp().getResponse<FastifyReply>().header(IDEMPOTENT_REPLAYED_HEADER, 'true');
       if (begun.status === SUCCESS_STATUS) return of(begun.body);
       throw new ReplayedAnswer(begun.status, begun.body as Record<string, unknown>);

@@ -3,6 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { In, IsNull, LessThan, Not, Repository } from 'typeorm';
 import { containerNameFor, DockerHost, DockerHosts, egressSidecarNameFor, LABELS } from '@ws/agent';
 import { AppConfig } from '@ws/common';
+import { Metrics } from '@ws/metrics';
 import { jobId, JobProducer, PermanentFailure } from '@ws/queue';
 import { Server } from '@ws/servers';
 import { LIVE_STATUSES, Workspace } from '../workspace.entity';
@@ -41,6 +42,7 @@ export class WorkspaceRuntime {
     private readonly profiles: WorkspaceProfiles,
     private readonly strategies: ProvisionStrategies,
     private readonly egress: WorkspaceEgress,
+    private readonly metrics: Metrics,
   ) {}
 
   /**
@@ -60,10 +62,11 @@ export class WorkspaceRuntime {
     }
     if (!strategy.onDockerHost) {
       try {
-        return await strategy.provision(workspace, attempt);
+        await strategy.provision(workspace, attempt);
       } catch (err) {
         return this.afterFailedAttempt(workspace, err, attempt, strategy.isPermanent(err));
       }
+      return this.observeProvision(workspace);
     }
     const { image, server } = workspace;
     if (!image || !server) return this.fail(workspace, 'The workspace has no image or server');
@@ -73,6 +76,17 @@ export class WorkspaceRuntime {
     } catch (err) {
       return this.afterFailedAttempt(workspace, err, attempt, strategy.isPermanent(err), () => removeByName(host, workspace.id));
     }
+    return this.observeProvision(workspace);
+  }
+
+  /**
+   * The provision duration histogram: request (the row's creation) to `running`, by kind: `staged` for a staging
+   * pool's workspace, `cold` for one a launch asked for. Only a run that left the workspace running counts.
+   */
+  private async observeProvision(workspace: Workspace): Promise<void> {
+    const now = await this.workspaces.findOne({ where: { id: workspace.id }, select: { id: true, status: true } }).catch(() => null);
+    if (now?.status !== 'running') return;
+    this.metrics.provisionDuration.observe({ kind: workspace.stagingConfigId ? 'staged' : 'cold' }, Math.max(0, Date.now() - workspace.createdAt.getTime()) / 1000);
   }
 
   /**

@@ -1,0 +1,67 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { Options } from 'pino-http';
+
+/** Fields whose values never reach a log line, wherever they appear (top level or nested two deep). */
+export const SECRET_FIELDS = [
+  'api_key_secret', 'password', 'new_password', 'session_jwt', 'jwt', 'token', 'session_token', 'view_only_token', 'access_token', 'refresh_token',
+  'secret', 'client_secret', 'private_key', 'credentials', 'credential', 'authorization', 'cookie', 'set-cookie', 'recaptcha_private_key',
+];
+
+/** Paths pino redacts: each secret field at the top, one and two levels down, and the request/response headers. */
+export const REDACT_PATHS = [
+  ...SECRET_FIELDS.flatMap((field) => [`["${field}"]`, `*["${field}"]`, `*.*["${field}"]`]),
+  'req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]',
+];
+
+/** LOG_LEVEL (Nest's names) → pino's. */
+const LEVELS: Record<string, string> = { error: 'error', warn: 'warn', log: 'info', debug: 'debug', verbose: 'trace' };
+
+/** An incoming X-Request-Id is kept when it is a sane token; anything else gets a fresh one. */
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export interface LogSettings {
+  LOG_LEVEL: string;
+  LOG_FORMAT?: string;
+}
+
+/** `pretty` (pino-pretty, for a human at a terminal) or `json`; unset: pretty on a terminal, JSON otherwise. */
+export function logFormat(settings: LogSettings, isTTY = Boolean(process.stdout.isTTY)): 'json' | 'pretty' {
+  if (settings.LOG_FORMAT === 'json' || settings.LOG_FORMAT === 'pretty') return settings.LOG_FORMAT;
+  return isTTY ? 'pretty' : 'json';
+}
+
+/** The request id of a request: its X-Request-Id when sane, else a new one (the api echoes it in X-Request-Id). */
+export function requestIdOf(req: Pick<IncomingMessage, 'headers'>): string {
+  const incoming = req.headers['x-request-id'];
+  return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID().replace(/-/g, '');
+}
+
+/**
+ * pino-http's options for a process: one JSON line per event with level (as a name), time (ISO), msg; per request
+ * one `request completed` line with the method, url, status and duration; every line written while a request is
+ * handled carries its `request_id`. Secrets are redacted by REDACT_PATHS, not by call sites.
+ */
+export function pinoHttpOptions(settings: LogSettings, role: string): Options {
+  const pretty = logFormat(settings) === 'pretty';
+  return {
+    level: LEVELS[settings.LOG_LEVEL] ?? 'info',
+    base: { service: `workspace-server-${role}`, pid: process.pid },
+    messageKey: 'msg',
+    timestamp: () => `,"time":"${new Date().toISOString()}"`,
+    formatters: { level: (label) => ({ level: label }) },
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    // The id the HTTP server gave the request (Fastify's genReqId: requestIdOf), else one made here.
+    genReqId: (req) => req.id ?? requestIdOf(req),
+    customAttributeKeys: { reqId: 'request_id' },
+    quietReqLogger: true,
+    serializers: {
+      req: (req: { id?: unknown; method?: string; url?: string }) => ({ method: req.method, url: req.url }),
+      res: (res: { statusCode?: number }) => ({ status_code: res.statusCode }),
+    },
+    customSuccessMessage: (req, res, ms) => `${req.method} ${req.url} ${res.statusCode} ${Math.round(ms)} ms`,
+    customErrorMessage: (req, res) => `${req.method} ${req.url} ${res.statusCode} failed`,
+    customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : 'info'),
+    ...(pretty ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:standard', messageKey: 'msg' } } } : {}),
+  };
+}
