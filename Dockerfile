@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # The service image: one image runs the api, the worker, the cli and the migrations by its command.
 #   docker build -t workspace-server .
 #   docker run … workspace-server                                   (the api: node dist/apps/api/src/main.js)

@@ -3,8 +3,8 @@
 # without registry access use them; docker-compose.yml's defaults are the official images):
 #   1. a Node.js 20 base: Debian bookworm minbase + images/node-base/packages.txt (tini, ca-certificates) via
 #      scripts/lib/debootstrap-image.sh, plus this machine's own Node.js 20 (the files of its `nodejs` package:
-#      node, npm, corepack, headers), user "node" (uid/gid 1000) -> workspace-server/node20:<hash>
-#      (hash: the recipe, these scripts, and the node, npm and package versions)
+#      node, npm, corepack, headers) and its extra CA certificates, user "node" (uid/gid 1000)
+#      -> workspace-server/node20:<hash> (hash: the recipe, these scripts, the node, npm and package versions, the CAs)
 #   2. PostgreSQL 15 and Redis 7 from Debian's postgresql-15 and redis-server (images/compose-deps, one rootfs,
 #      two tags) -> workspace-server/postgres:<hash>, workspace-server/redis:<hash>
 #   3. the service image: `docker build` of the repo's Dockerfile FROM (1)
@@ -64,7 +64,8 @@ build_rootfs() {
 have node && have dpkg-query || die "need this machine's Node.js 20 (package nodejs) to make the local base"
 node_major="$(node -p 'process.versions.node.split(".")[0]')"
 [ "$node_major" = 20 ] || die "this machine's Node.js is $(node --version), not 20"
-node_base_hash="$({ recipe_hash images/node-base; node --version; npm --version; dpkg-query -W -f '${Version}\n' nodejs; } | short_hash)"
+node_base_hash="$({ recipe_hash images/node-base; node --version; npm --version; dpkg-query -W -f '${Version}\n' nodejs
+  find /usr/local/share/ca-certificates -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum; } | short_hash)"
 NODE_BASE="workspace-server/node20:$node_base_hash"
 if image_exists "$NODE_BASE"; then
   log "image $NODE_BASE is up to date"
@@ -74,16 +75,21 @@ else
   with_lock node-base-image 900
   if ! image_exists "$NODE_BASE"; then
     # The machine's Node.js: its package's files (dpkg -L nodejs) without documentation, and npm and corepack
-    # whole (npm may have been upgraded in place, adding files the package does not list).
+    # whole (npm may have been upgraded in place, adding files the package does not list). Also the machine's own
+    # extra certificate authorities (/usr/local/share/ca-certificates), which Node.js is told to trust as it is
+    # here (NODE_EXTRA_CA_CERTS): npm in the build reaches the registry the way this machine does.
     files="$(mktemp)" tarball="$(mktemp)"; _tmp_files+=("$files" "$tarball")
     { dpkg -L nodejs | grep -E '^/usr/(bin/(node|npm|npx|corepack)$|include/node(/|$))' | sed 's#^/##'
       (cd / && find usr/lib/node_modules/npm usr/lib/node_modules/corepack)
-      echo usr/share/doc/nodejs/copyright; } | LC_ALL=C sort -u >"$files"
+      echo usr/share/doc/nodejs/copyright
+      (cd / && find usr/local/share/ca-certificates); } | LC_ALL=C sort -u >"$files"
     tar -C / --no-recursion -cf "$tarball" usr/lib/node_modules -T "$files" || die "cannot pack this machine's Node.js"
     flatten "$rootfs_tag" "$NODE_BASE" '
       set -e
       usermod -l node -d /home/node -m workspace && groupmod -n node workspace
+      update-ca-certificates >/dev/null
       node --version >/dev/null && npm --version >/dev/null' "$tarball" \
+      --change 'ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt' \
       --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
       --change 'WORKDIR /' --change 'CMD ["node"]'
     log "built $NODE_BASE"
@@ -108,7 +114,8 @@ else
       install -d -o postgres -g postgres -m 700 /var/lib/postgresql/data
       install -d -o postgres -g postgres -m 2775 /run/postgresql
       install -d -o redis -g redis -m 750 /data' "" \
-    --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/lib/postgresql/15/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+    --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/lib/postgresql/15/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    --change 'CMD ["/bin/sh"]'
   # Two tags of one rootfs (their layers are shared), each with the official image's user, command and port.
   commit_as() {
     local tag="$1"; shift
@@ -120,7 +127,7 @@ else
     log "built $tag"
   }
   commit_as "$POSTGRES_IMAGE" --change 'USER postgres' --change 'WORKDIR /var/lib/postgresql' \
-    --change 'ENV PGDATA=/var/lib/postgresql/data' --change 'EXPOSE 5432' --change 'STOPSIGNAL SIGINT' \
+    --change 'ENV PGDATA=/var/lib/postgresql/data' --change 'EXPOSE 5432' \
     --change 'ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/postgres-entrypoint"]' --change 'CMD ["postgres"]'
   commit_as "$REDIS_IMAGE" --change 'USER redis' --change 'WORKDIR /data' --change 'EXPOSE 6379' \
     --change 'ENTRYPOINT ["/usr/bin/tini", "--"]' --change 'CMD ["redis-server"]' 

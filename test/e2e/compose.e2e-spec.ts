@@ -107,10 +107,11 @@ describe('docker-compose.yml (issue 23)', () => {
   });
 
   it('registers the host Docker and the desktop image through the cli in the api container, then request → running → destroy over HTTP', async () => {
-    // The api and worker containers reach published workspace ports on the host's address on the default bridge.
-    const gateway = (await docker(['network', 'inspect', 'bridge', '--format', '{{range .IPAM.Config}}{{.Gateway}}{{end}}'])).trim();
+    // The api and worker containers reach published workspace ports on the host's address on Docker's default
+    // bridge (docker0), which stays the same when the project's own network is made anew.
+    const gateway = /inet (\d+\.\d+\.\d+\.\d+)\//.exec(await run('ip', ['-4', '-o', 'addr', 'show', 'docker0'], 10_000))?.[1];
     expect(gateway).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
-    await cli('server', 'add', 'local', '--endpoint', 'unix:///var/run/docker.sock', '--publish-host', gateway, '--cores', '2', '--memory', '4G');
+    await cli('server', 'add', 'local', '--endpoint', 'unix:///var/run/docker.sock', '--publish-host', gateway as string, '--cores', '2', '--memory', '4G');
     await cli('image', 'add', desktopImage(), '--friendly-name', 'Desktop', '--cores', '1', '--memory', '1G', '--port', 'vnc=5900/tcp');
     key = JSON.parse(await cli('api-key', 'create', '--name', 'compose-test', '--permission', 'Global Admin', '--json'));
 
