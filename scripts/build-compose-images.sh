@@ -28,6 +28,10 @@ HASHED_RELS=(scripts/build-compose-images.sh scripts/lib/debootstrap-image.sh)
 IMAGE_CMD='["/bin/sh"]'
 BUILD_TIMEOUT="${COMPOSE_IMAGES_BUILD_TIMEOUT:-1200}"
 image_exists() { docker image inspect "$1" >/dev/null 2>&1; }
+# Removes the other tags of `tag`'s repository (earlier recipes or sources); one still used by a container stays.
+prune_others() {
+  docker images --format '{{.Repository}}:{{.Tag}}' "${1%:*}" | grep -vxF "$1" | xargs -r docker rmi >/dev/null 2>&1 || true
+}
 short_hash() { sha256sum | cut -c1-12; }
 
 "$SCRIPT_DIR/ensure-docker.sh" >&2 || die "docker engine is not available"
@@ -93,6 +97,7 @@ else
       --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
       --change 'WORKDIR /' --change 'CMD ["node"]'
     log "built $NODE_BASE"
+    prune_others "$NODE_BASE"
   fi
 fi
 
@@ -132,6 +137,7 @@ else
   commit_as "$REDIS_IMAGE" --change 'USER redis' --change 'WORKDIR /data' --change 'EXPOSE 6379' \
     --change 'ENTRYPOINT ["/usr/bin/tini", "--"]' --change 'CMD ["redis-server"]' 
   docker rmi "$deps_tag" >/dev/null 2>&1 || log "WARNING: could not untag $deps_tag"
+  prune_others "$POSTGRES_IMAGE"; prune_others "$REDIS_IMAGE"; prune_others "$deps_tag"
 fi
 
 # --- 3. The service image -----------------------------------------------------------------------------------
@@ -152,9 +158,7 @@ else
     docker build --network host --build-arg "BASE_IMAGE=$NODE_BASE" --label "workspace-server.source-hash=$app_hash" \
       -t "$APP_IMAGE" "$REPO_DIR" >&2 || die "docker build failed"
     log "built $APP_IMAGE in $(( SECONDS - start ))s ($(docker image inspect --format '{{.Size}}' "$APP_IMAGE" | awk '{ printf "%.0f MB", $1 / 1e6 }'))"
-    # Earlier source hashes' images are not needed again; one still in use by a container stays.
-    docker images --format '{{.Repository}}:{{.Tag}}' workspace-server | grep -vxF "$APP_IMAGE" |
-      xargs -r docker rmi >/dev/null 2>&1 || true
+    prune_others "$APP_IMAGE"
   fi
 fi
 
