@@ -54,10 +54,9 @@ flatten() {
   docker rm -f "$_cid" >/dev/null 2>&1 || true
   _cid=""
 }
-# The library's recipe hash and build for one recipe directory (the build in a subshell: its traps and lock
-# end with it).
-# The final tags' hash covers this script too; the rootfs (an intermediate tag) only the recipe and the library,
-# so changing what this script does after debootstrap does not debootstrap again (the rootfs tags are kept).
+# The library's recipe hash and debootstrap build for one recipe directory (the build in a subshell: its traps
+# and lock end with it). The final tags' hash covers this script too; the rootfs (an intermediate tag, kept) only
+# the recipe and the library, so a change of what this script does after debootstrap does not debootstrap again.
 recipe_hash() { local IMAGE_REPO=x; RECIPE_RELS=("$1"); _dbi_recipe_hash; }
 build_rootfs() {
   ( IMAGE_REPO="$1"; RECIPE_RELS=("$2"); IMAGE_MESSAGE="$3"; HASHED_RELS=(scripts/lib/debootstrap-image.sh)
@@ -68,8 +67,9 @@ build_rootfs() {
 have node && have dpkg-query || die "need this machine's Node.js 20 (package nodejs) to make the local base"
 node_major="$(node -p 'process.versions.node.split(".")[0]')"
 [ "$node_major" = 20 ] || die "this machine's Node.js is $(node --version), not 20"
+EXTRA_CAS=/usr/local/share/ca-certificates
 node_base_hash="$({ recipe_hash images/node-base; node --version; npm --version; dpkg-query -W -f '${Version}\n' nodejs
-  find /usr/local/share/ca-certificates -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum; } | short_hash)"
+  [ ! -d "$EXTRA_CAS" ] || find "$EXTRA_CAS" -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum; } | short_hash)"
 NODE_BASE="workspace-server/node20:$node_base_hash"
 if image_exists "$NODE_BASE"; then
   log "image $NODE_BASE is up to date"
@@ -86,7 +86,7 @@ else
     { dpkg -L nodejs | grep -E '^/usr/(bin/(node|npm|npx|corepack)$|include/node(/|$))' | sed 's#^/##'
       (cd / && find usr/lib/node_modules/npm usr/lib/node_modules/corepack)
       echo usr/share/doc/nodejs/copyright
-      (cd / && find usr/local/share/ca-certificates); } | LC_ALL=C sort -u >"$files"
+      [ ! -d "$EXTRA_CAS" ] || (cd / && find "${EXTRA_CAS#/}"); } | LC_ALL=C sort -u >"$files"
     tar -C / --no-recursion -cf "$tarball" usr/lib/node_modules -T "$files" || die "cannot pack this machine's Node.js"
     flatten "$rootfs_tag" "$NODE_BASE" '
       set -e
@@ -135,7 +135,7 @@ else
     --change 'ENV PGDATA=/var/lib/postgresql/data' --change 'EXPOSE 5432' \
     --change 'ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/postgres-entrypoint"]' --change 'CMD ["postgres"]'
   commit_as "$REDIS_IMAGE" --change 'USER redis' --change 'WORKDIR /data' --change 'EXPOSE 6379' \
-    --change 'ENTRYPOINT ["/usr/bin/tini", "--"]' --change 'CMD ["redis-server"]' 
+    --change 'ENTRYPOINT ["/usr/bin/tini", "--"]' --change 'CMD ["redis-server"]'
   docker rmi "$deps_tag" >/dev/null 2>&1 || log "WARNING: could not untag $deps_tag"
   prune_others "$POSTGRES_IMAGE"; prune_others "$REDIS_IMAGE"; prune_others "$deps_tag"
 fi
