@@ -138,6 +138,14 @@ describe('docker-compose.yml (issue 23)', () => {
     await expect(docker(['inspect', containerId])).rejects.toThrow();
   });
 
+  it('the committed .env.example is complete, and without the secrets the file refuses to start, naming them', async () => {
+    const config = (file: string) => run('docker-compose', ['-p', `${project}cfg`, '-f', COMPOSE_FILE, '--env-file', file, 'config', '-q'], 30_000);
+    await expect(config(join(REPO, '.env.example'))).resolves.toBe('');
+    const empty = join(envDir, 'empty.env');
+    writeFileSync(empty, '');
+    await expect(config(empty)).rejects.toThrow(/POSTGRES_PASSWORD/);
+  });
+
   it('comes down leaving no container, network or volume behind', async () => {
     await down();
     expect(await leftovers()).toEqual({ containers: [], workspaces: [], networks: [], volumes: [] });
