@@ -6,7 +6,9 @@
  */
 const INFRASTRUCTURE = ['common', 'database', 'queue', 'agent', 'stream', 'storage', 'settings'];
 const IDENTITY = ['users', 'groups', 'images', 'servers', 'zones', 'licensing', 'egress', 'auth'];
-const FEATURES = ['workspaces', 'staging', 'casting', 'recordings', 'files', 'profiles', 'server-sessions'];
+const FEATURES = ['workspaces', 'staging', 'casting', 'recordings', 'files', 'profiles', 'server-sessions', 'webhooks'];
+/** Published on its own (@workspace-server/client): it talks HTTP to the api and imports no server code. */
+const STANDALONE = ['client'];
 
 const libs = (names) => `^libs/(${names.join('|')})/`;
 
@@ -34,11 +36,25 @@ module.exports = {
       to: { path: '^apps/' },
     },
     {
+      name: 'client-stands-alone',
+      comment: 'The typed client (libs/client) is published alone: it imports nothing of the apps or the other libraries.',
+      severity: 'error',
+      from: { path: libs(STANDALONE) },
+      to: { path: '^(apps|libs)/', pathNot: libs(STANDALONE) },
+    },
+    {
+      name: 'server-code-does-not-use-the-client',
+      comment: 'Only tests, benchmarks and the OpenAPI drift check use the client; the server never calls itself through it.',
+      severity: 'error',
+      from: { path: '^(apps|libs)/', pathNot: [libs(STANDALONE), '\\.spec\\.ts$'] },
+      to: { path: libs(STANDALONE) },
+    },
+    {
       name: 'every-library-has-a-layer',
       comment: 'A new library is placed in a layer here before anything imports it.',
       severity: 'error',
       from: {},
-      to: { path: '^libs/', pathNot: libs([...INFRASTRUCTURE, ...IDENTITY, ...FEATURES]) },
+      to: { path: '^libs/', pathNot: libs([...INFRASTRUCTURE, ...IDENTITY, ...FEATURES, ...STANDALONE]) },
     },
     {
       name: 'no-cycle',

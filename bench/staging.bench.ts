@@ -42,7 +42,7 @@ async function main(): Promise<void> {
         return (status.workspace as { operational_status?: string } | undefined)?.operational_status === 'running' ? true : undefined;
       });
       coldMs.push(performance.now() - start);
-      await post(base, 'destroy_workspace', { ...auth, workspace_id: workspaceId });
+      await post(base, 'destroy_workspace', { ...auth, user_id: user.user_id, workspace_id: workspaceId });
       await new Promise((r) => setTimeout(r, POLL_MS));
     }
 
@@ -55,7 +55,7 @@ async function main(): Promise<void> {
       const elapsed = performance.now() - start;
       if (requested.status !== 'running') throw new Error(`not served from staging: ${JSON.stringify(requested)}`);
       stagedMs.push(elapsed);
-      await post(base, 'destroy_workspace', { ...auth, workspace_id: requested.workspace_id });
+      await post(base, 'destroy_workspace', { ...auth, user_id: user.user_id, workspace_id: requested.workspace_id });
     }
 
     console.log(`\nstaging pools (${image}, ${CORES} core, ${MEMORY_MB} MiB, pool of ${POOL}; cold integrator polls every ${POLL_MS} ms)`);

@@ -107,6 +107,7 @@ async function main(): Promise<void> {
   const { settings, config } = deployment;
   const children: ChildProcess[] = [];
   let workspaceId: string | null = null;
+  let ownerId: string | undefined;
   const base = `http://127.0.0.1:${apiPort}`;
   let auth = {};
   let client: ClientProcess | undefined;
@@ -130,7 +131,8 @@ async function main(): Promise<void> {
 
     const requested = await post(base, 'request_workspace', { ...auth, image_id: img.id });
     workspaceId = requested.workspace_id as string;
-    const running = await untilRunning(base, { ...auth, workspace_id: workspaceId });
+    ownerId = requested.user_id as string;
+    const running = await untilRunning(base, { ...auth, workspace_id: workspaceId, user_id: ownerId });
     const workspace = running.workspace as { port: number; token: string };
     const container = execFileSync('docker', ['ps', '-q', '--filter', `label=workspace-server.deployment-id=${settings.DEPLOYMENT_ID}`], { encoding: 'utf8' }).trim().split('\n')[0];
     const desktopPid = Number(execFileSync('docker', ['inspect', '-f', '{{.State.Pid}}', container], { encoding: 'utf8' }).trim());
@@ -179,8 +181,8 @@ async function main(): Promise<void> {
     redis?.disconnect();
     await db?.destroy();
     client?.stop();
-    if (workspaceId) await post(base, 'destroy_workspace', { ...auth, workspace_id: workspaceId }).catch(() => undefined);
-    await until('the workspace removal', async () => ((await post(base, 'get_workspace_status', { ...auth, workspace_id: workspaceId })).error_message?.toString().startsWith('Invalid') ? true : undefined), 30_000).catch(() => undefined);
+    if (workspaceId) await post(base, 'destroy_workspace', { ...auth, workspace_id: workspaceId, user_id: ownerId }).catch(() => undefined);
+    await until('the workspace removal', async () => ((await post(base, 'get_workspace_status', { ...auth, workspace_id: workspaceId, user_id: ownerId })).error_message?.toString().startsWith('Invalid') ? true : undefined), 30_000).catch(() => undefined);
     for (const child of children) child.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 300));
     await deployment.close();

@@ -70,8 +70,8 @@ async function main(): Promise<void> {
       throw new Error(`workspace ${workspaceId} not running within 120 s`);
     };
     const destroy = async (workspaceId: string) => {
-      await post(base, 'destroy_workspace', { ...auth, workspace_id: workspaceId });
-      await until('workspace removed', async () => ((await post(base, 'get_workspace_status', { ...auth, workspace_id: workspaceId })).workspace ? undefined : true));
+      await post(base, 'destroy_workspace', { ...auth, user_id: user.user_id, workspace_id: workspaceId });
+      await until('workspace removed', async () => ((await post(base, 'get_workspace_status', { ...auth, user_id: user.user_id, workspace_id: workspaceId })).workspace ? undefined : true));
     };
 
     const takeover: number[] = [];

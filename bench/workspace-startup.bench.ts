@@ -51,7 +51,7 @@ async function main(): Promise<void> {
         await new Promise((r) => setTimeout(r, POLL_MS));
       }
       ours.push(performance.now() - start);
-      await post(base, 'destroy_workspace', { ...auth, workspace_id: workspaceId });
+      await post(base, 'destroy_workspace', { ...auth, user_id: user.user_id, workspace_id: workspaceId });
       bare.push(await bareDockerRun(image));
     }
     console.log(`\nworkspace startup (${image}, ${CORES} core, ${MEMORY_MB} MiB, integrator polls every ${POLL_MS} ms)`);

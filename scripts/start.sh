@@ -10,6 +10,14 @@ bash scripts/ensure-services.sh
 docker_ok=1
 bash scripts/ensure-docker.sh || { docker_ok=0; log "WARNING: no Docker engine; the api runs, but workspaces cannot start"; }
 bash scripts/ensure-media-tools.sh || log "WARNING: no ffmpeg; session recordings are captured but not converted to video"
+# Secrets at rest (server image passwords, egress credentials, webhook signing secrets) are sealed with
+# SERVER_CREDENTIALS_KEY: without one set, a key is made once and kept in data/server-credentials.key (0600).
+if [ -z "${SERVER_CREDENTIALS_KEY:-}" ]; then
+  key_file=data/server-credentials.key
+  [ -s "$key_file" ] || { mkdir -p data; (umask 077 && node -e "process.stdout.write(require('crypto').randomBytes(32).toString('hex'))" > "$key_file"); log "made $key_file (SERVER_CREDENTIALS_KEY)"; }
+  SERVER_CREDENTIALS_KEY=$(cat "$key_file")
+  export SERVER_CREDENTIALS_KEY
+fi
 log "building"
 npm run --silent build
 node dist/libs/database/src/migrate.js
@@ -25,7 +33,8 @@ if [ "$docker_ok" = 1 ]; then
   # The reference browser: a kiosk Chromium on WORKSPACE_URL; its go command points it at the URL a staged
   # browser workspace receives when it is assigned.
   browser_tag=$(bash scripts/build-browser-image.sh | tail -1)
-  cli image add "$browser_tag" --friendly-name Browser --description "Reference browser (kiosk Chromium on WORKSPACE_URL)" --browser --go-cmd workspace-browser-open --cores 1 --memory 2G >/dev/null
+  cli image add "$browser_tag" --friendly-name Browser --description "Reference browser (kiosk Chromium on WORKSPACE_URL)" --browser --go-cmd workspace-browser-open --cores 1 --memory 2G \
+    --port vnc=5900/tcp --port audio=4901/tcp --port audio_input=4902/tcp >/dev/null
   log "image Browser -> $browser_tag"
   # The egress sidecar of workspaces that join a gateway (docs/decisions/egress.md, "Egress for real").
   EGRESS_IMAGE="${EGRESS_IMAGE:-$(bash scripts/build-egress-image.sh | tail -1)}"
@@ -46,6 +55,8 @@ cat >&2 <<MSG
   workspace-server is running at $url   (Ctrl-C stops it)
   Make an API key:   npm run cli -- api-key create --name my-backend --permission "Global Admin" --json
   Then, e.g.:        curl -s $url/api/public/get_images -d '{"api_key":"…","api_key_secret":"…"}'
+  CLI commands that store secrets (egress credentials, server image passwords) need the same key:
+                     export SERVER_CREDENTIALS_KEY=\$(cat data/server-credentials.key)
 
 MSG
 wait -n "${pids[@]}"

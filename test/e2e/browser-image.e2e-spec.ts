@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import type { ExecResult } from '@ws/agent';
 import { DataSource } from 'typeorm';
 import { toWireId } from '@ws/common';
@@ -38,9 +39,9 @@ describe('reference browser image (kiosk chromium on WORKSPACE_URL)', () => {
     const zone = await api.app.get(ZonesService).ensure('default');
     zoneId = toWireId(zone.id);
     await api.app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 8, memory: 16 * 1024 ** 3 });
-    // As npm start registers it: a browser image whose go command points the kiosk at WORKSPACE_URL.
+    // As npm start registers it: a browser image whose go command points the kiosk at WORKSPACE_URL, with sound.
     const image = await api.app.get(ImagesService).upsert({
-      name: imageName, friendlyName: 'Browser', cores: 1, memory: 1024 ** 3, xRes: 800, yRes: 600, portMap: { vnc: '5900/tcp' },
+      name: imageName, friendlyName: 'Browser', cores: 1, memory: 1024 ** 3, xRes: 800, yRes: 600, portMap: { vnc: '5900/tcp', audio: '4901/tcp', audio_input: '4902/tcp' },
       isBrowser: true, execConfig: { go: { cmd: 'workspace-browser-open' } },
     });
     imageId = toWireId(image.id);
@@ -56,12 +57,30 @@ describe('reference browser image (kiosk chromium on WORKSPACE_URL)', () => {
     const out = await run(containerId, 'url=$(head -n 1 /tmp/workspace-browser/url 2>/dev/null) && pid=$(cat /tmp/workspace-browser/chromium.pid 2>/dev/null) && tr "\\0" "\\n" < /proc/$pid/cmdline | grep -Fx -- "$url" || true');
     return out.stdout.trim();
   };
+  const dashed = (workspaceId: string) => workspaceId.replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5');
   const containerOf = async (workspaceId: string) =>
-    (await db.query('SELECT container_id FROM workspaces WHERE id = $1', [workspaceId.replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5')]))[0].container_id as string;
+    (await db.query('SELECT container_id FROM workspaces WHERE id = $1', [dashed(workspaceId)]))[0].container_id as string;
+  /** The first bytes the sound port sends after the workspace's credential (bounded: 15 s or 7 bytes). */
+  const soundAnswer = (port: number, credential: string) =>
+    new Promise<string>((resolve) => {
+      const socket = connect({ host: '127.0.0.1', port });
+      let received = Buffer.alloc(0);
+      const done = () => {
+        clearTimeout(timer);
+        socket.destroy();
+        resolve(received.subarray(0, 7).toString('latin1'));
+      };
+      const timer = setTimeout(done, 15_000);
+      socket.on('error', done).on('close', done).on('connect', () => socket.write(`${credential}\n`));
+      socket.on('data', (chunk: Buffer) => {
+        received = Buffer.concat([received, chunk]);
+        if (received.length >= 7) done();
+      });
+    });
   const running = (workspaceId: string, userId: string) =>
     waitFor(`workspace ${workspaceId} running`, async () => {
       const res = await api.call('get_workspace_status', key, { workspace_id: workspaceId, user_id: userId });
-      if (res.body.workspace?.operational_status === 'running') return true;
+      if (res.body.workspace?.operational_status === 'running') return res.body.workspace;
       if (res.body.workspace?.operational_status === 'stopped') throw new Error(`workspace failed: ${JSON.stringify(res.body)}`);
       return undefined;
     }, 300_000, 250);
@@ -70,8 +89,12 @@ describe('reference browser image (kiosk chromium on WORKSPACE_URL)', () => {
     const url = `http://127.0.0.1:${PAGE_PORT}/fresh?from=request`;
     const res = await api.call('request_workspace', key, { user_id: userIds[0], image_id: imageId, workspace_url: url });
     expect(res.status).toBe(200);
-    await running(res.body.workspace_id, userIds[0]);
+    const workspace = await running(res.body.workspace_id, userIds[0]);
     const containerId = await containerOf(res.body.workspace_id);
+    // Sound, as the desktop has it: the ports are in port_map and the sound port streams Ogg after the credential.
+    expect(Object.keys(workspace.port_map).sort()).toEqual(['audio', 'audio_input', 'uploads', 'vnc']);
+    const [{ host_ports: hostPorts }] = await db.query('SELECT host_ports FROM workspaces WHERE id = $1', [dashed(res.body.workspace_id)]);
+    expect(await waitFor('the sound port', async () => ((await soundAnswer(hostPorts.audio, workspace.token)) === 'OK\nOggS' ? true : undefined), 60_000, 500)).toBe(true);
     expect(await waitFor('the kiosk on WORKSPACE_URL', async () => ((await kioskUrl(containerId)) === url ? true : undefined), 120_000, 250)).toBe(true);
     // Chromium runs as the image's unprivileged user, without a setuid sandbox helper.
     expect((await run(containerId, 'ps -o user= -p "$(cat /tmp/workspace-browser/chromium.pid)"')).stdout.trim()).toBe('workspace');

@@ -132,6 +132,7 @@ describe('cast launch', () => {
   afterAll(async () => {
     await api?.close();
     verify?.server.close();
+    verify?.server.closeAllConnections();
   });
 
   let keys = 0;
@@ -279,9 +280,11 @@ describe('cast launch', () => {
   it('session_remaining is given back when the launch itself fails', async () => {
     const disabled = await api.app.get(ImagesService).upsert({ name: 'example/desktop:1', friendlyName: 'Disabled cast desktop', portMap: { vnc: '5900/tcp' } });
     await db.query('UPDATE images SET enabled = false WHERE id = $1', [disabled.id]);
-    const config = await link({ image_id: toWireId(disabled.id), limit_sessions: true, session_remaining: 2 });
+    const config = await link({ image_id: toWireId(disabled.id), limit_sessions: true, session_remaining: 2, error_url: 'https://example.test/disabled' });
     const res = await launch({ key: config.key });
     expect(res.status).toBe(400);
+    // A refusal from the launch pipeline carries the link's error_url too.
+    expect(res.body).toEqual({ error_message: expect.any(String), error_url: 'https://example.test/disabled', reason: 'launch_refused' });
     expect(await remaining(config.cast_config_id)).toBe(2);
   });
 
@@ -319,6 +322,23 @@ describe('cast launch', () => {
       ['the-private-key', 'guessed', expect.stringContaining('127.0.0.1')],
       ['the-private-key', 'solved', expect.stringContaining('127.0.0.1')],
     ]);
+  });
+
+  it('a captcha verifier outage is a 503 that still names the link error_url', async () => {
+    await api.app.get(SettingsService).set('recaptcha_private_key', 'the-private-key');
+    const { key } = await link({ require_recaptcha: true, error_url: 'https://example.test/verifier-down' });
+    // The verifier goes away (its port refuses connections) and comes back on the same port afterwards.
+    const closed = new Promise<void>((resolve) => verify.server.close(() => resolve()));
+    verify.server.closeAllConnections();
+    await closed;
+    try {
+      const down = await launch({ key, recaptcha_token: 'solved' });
+      expect(down.status).toBe(503);
+      expect(down.body).toEqual({ error_message: 'The captcha could not be verified right now; try again', error_url: 'https://example.test/verifier-down', reason: 'captcha_failed' });
+    } finally {
+      const port = Number(new URL(verify.url).port);
+      await new Promise<void>((resolve) => verify.server.listen(port, '127.0.0.1', resolve));
+    }
   });
 
   it('allow_resume: a logged-in person with a running workspace of the image gets the same workspace with a new link', async () => {
@@ -571,7 +591,10 @@ describe('cast address limit during a Redis outage', () => {
     const admin = await api.key(['Global Admin']);
     const imageId = toWireId((await api.app.get(ImagesService).upsert({ name: 'example/desktop:1', friendlyName: 'Outage desktop', cores: 1, memory: 512 * 1024 ** 2, portMap: { vnc: '5900/tcp' } })).id);
     const config = (await api.call('create_cast_config', admin, {
-      target_cast_config: { casting_config_name: 'Limited', image_id: imageId, key: 'limited', allow_anonymous: true, limit_ips: true, ip_request_limit: 5, limit_sessions: true, session_remaining: 5 },
+      target_cast_config: {
+        casting_config_name: 'Limited', image_id: imageId, key: 'limited', allow_anonymous: true, limit_ips: true, ip_request_limit: 5, limit_sessions: true, session_remaining: 5,
+        error_url: 'https://example.test/outage',
+      },
     })).body.cast_config;
     const launch = () => request(api.app.getHttpServer()).post('/api/client/cast').set('content-type', 'application/json').send({ key: 'limited' });
     expect((await launch()).status).toBe(200);
@@ -579,6 +602,7 @@ describe('cast address limit during a Redis outage', () => {
     const refused = await launch();
     expect(refused.status).toBe(503);
     expect(refused.body.error_message).toContain('Redis');
+    expect(refused.body).toMatchObject({ error_url: 'https://example.test/outage', reason: 'unavailable' });
     expect((await api.call('get_cast_config', admin, { cast_config_id: config.cast_config_id })).body.cast_config.session_remaining).toBe(4);
   });
 });

@@ -32,7 +32,7 @@ export async function runCliWithStdin(input: string, ...args: string[]): Promise
  */
 export function useApiForCli(api: TestApi): () => Promise<void> {
   const saved = { ...process.env };
-  Object.assign(process.env, { DATABASE_NAME: api.config.DATABASE_NAME, REDIS_PREFIX: api.config.REDIS_PREFIX, DEPLOYMENT_ID: api.config.DEPLOYMENT_ID, LOG_LEVEL: 'error' });
+  Object.assign(process.env, { DATABASE_NAME: api.config.DATABASE_NAME, REDIS_PREFIX: api.config.REDIS_PREFIX, DEPLOYMENT_ID: api.config.DEPLOYMENT_ID, SERVER_CREDENTIALS_KEY: api.config.SERVER_CREDENTIALS_KEY, LOG_LEVEL: 'error' });
   return async () => {
     await closeContext();
     process.env = saved;

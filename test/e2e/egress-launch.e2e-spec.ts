@@ -1,7 +1,7 @@
 /**
  * request_workspace with egress_gateway_id: the launch's check (unknown gateway, no usable credential), the
  * credential's connection limit under concurrent launches, the container's EGRESS_* configuration on a real
- * desktop, and the release of the connection when the workspace is destroyed, also after the worker running the
+ * desktop (behind the test's WireGuard gateway: every provider type runs in a sidecar), and the release of the connection when the workspace is destroyed, also after the worker running the
  * destroy was SIGKILLed.
  */
 import { Queue } from 'bullmq';
@@ -14,8 +14,12 @@ import { jobId, QUEUES } from '@ws/queue';
 import { ServersService } from '@ws/servers';
 import { WorkspaceRuntime } from '@ws/workspaces';
 import { ZonesService } from '@ws/zones';
-import { desktopImage, TestApi, TestKey, waitFor } from './harness';
+import { desktopImage, egressImage, TestApi, TestKey, waitFor } from './harness';
+import { EgressTestGateway, startEgressGateway } from './egress-gateway';
 import { WorkerProcess } from './worker-processes';
+
+/** Egress secrets are stored only encrypted (issue 21): the api and the workers share this key. */
+const CREDENTIALS_KEY = 'egress-launch-e2e-key-0123456789abcdef';
 
 /** Providers, gateways and the helpers both suites use. */
 async function egressFixture(api: TestApi) {
@@ -65,7 +69,7 @@ describe('egress at launch (no containers)', () => {
 
   beforeAll(async () => {
     // More connections than the concurrent launches, so all of them are in flight at once.
-    api = await TestApi.start({ DATABASE_POOL_SIZE: 14 });
+    api = await TestApi.start({ DATABASE_POOL_SIZE: 14, SERVER_CREDENTIALS_KEY: CREDENTIALS_KEY });
     db = api.app.get(DataSource);
     admin = await api.key(['Global Admin']);
     ({ vpn, gwA, gwB, exit } = await egressFixture(api));
@@ -148,7 +152,7 @@ describe('egress at launch (no containers)', () => {
 
     // destroy_workspace marks it stopping; the connection is held until the removal is done (the worker's step).
     const [gone] = ok.map((a) => a.body.workspace_id as string);
-    expect((await api.call('destroy_workspace', admin, { workspace_id: gone })).status).toBe(200);
+    expect((await api.call('destroy_workspace', admin, { workspace_id: gone, user_id: userId })).status).toBe(200);
     expect(await activeConnections(limited.egress_credential_id)).toBe(3);
     const runtime = api.app.get(WorkspaceRuntime);
     await runtime.destroy(parseId(gone) as string);
@@ -166,11 +170,14 @@ describe('egress at launch on a real desktop', () => {
   let api: TestApi;
   let db: DataSource;
   let admin: TestKey;
-  let gwA: EgressGateway;
-  let vpn: EgressProvider;
+  // Every provider type runs in a sidecar (issue 21) and needs a real gateway to reach `running`: the test's WireGuard
+  // one (egress-gateway.ts; the tunnel itself is egress-tunnel's subject).
+  let gw: EgressTestGateway;
+  let exit: EgressGateway;
   let imageId: string;
   let userId: string;
   let credentialId: string;
+  let privateKey: string;
   let redis: Redis;
   let queue: Queue;
   const workers: WorkerProcess[] = [];
@@ -189,20 +196,30 @@ describe('egress at launch on a real desktop', () => {
   const connections = async () => Number((await db.query('SELECT count(*) AS n FROM egress_connections WHERE credential_id = $1', [parseId(credentialId)]))[0].n);
 
   beforeAll(async () => {
-    api = await TestApi.start({ WORKER_LOCK_MS: 3000 }, { worker: true });
+    gw = await startEgressGateway();
+    api = await TestApi.start({ WORKER_LOCK_MS: 3000, EGRESS_IMAGE: egressImage(), SERVER_CREDENTIALS_KEY: CREDENTIALS_KEY }, { worker: true });
     db = api.app.get(DataSource);
     admin = await api.key(['Global Admin']);
-    ({ vpn, gwA } = await egressFixture(api));
+    const catalog = api.app.get(EgressCatalog);
+    const wg = await catalog.createProvider('wg-corp', 'key_pair_tunnel');
+    const peer = await gw.addPeer(2);
+    exit = await catalog.createGateway('wg-corp', { name: 'wg-exit', endpoint: gw.endpoint, config: { public_key: gw.publicKey, address: peer.address } });
     const zone = await api.app.get(ZonesService).ensure('default');
     await api.app.get(ServersService).upsert({ hostname: 'local', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 8, memory: 16 * 1024 ** 3 });
     imageId = toWireId((await api.app.get(ImagesService).upsert({
       name: desktopImage(), friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2, xRes: 800, yRes: 600, portMap: { vnc: '5900/tcp' },
+      restrictToNetwork: true, networkName: gw.networkName,
     })).id);
     userId = (await api.call('create_user', admin, { target_user: { username: 'egress-desktop' } })).body.user.user_id;
+    privateKey = peer.privateKey;
     const res = await api.call('update_egress_credential', admin, {
-      target_egress_credential: { egress_provider_id: toWireId(vpn.id), name: 'office', username: 'alice', password: 's3cret pass', allow_all_gateways: true, user_id: userId },
+      target_egress_credential: { egress_provider_id: toWireId(wg.id), name: 'office', vpn_private_key: privateKey, allow_all_gateways: true, user_id: userId },
     });
     credentialId = res.body.egress_credentials[0].egress_credential_id;
+    // Stored encrypted (issue 21); the sidecar below still gets the key in clear.
+    const [stored] = await db.query('SELECT vpn_private_key FROM egress_credentials WHERE id = $1', [parseId(credentialId)]);
+    expect(stored.vpn_private_key).toMatch(/^v1:/);
+    expect(stored.vpn_private_key).not.toContain(privateKey);
     redis = new Redis(api.config.REDIS_URL, { maxRetriesPerRequest: null });
     queue = new Queue(QUEUES.workspaces, { connection: redis, prefix: api.config.REDIS_PREFIX });
   });
@@ -211,10 +228,11 @@ describe('egress at launch on a real desktop', () => {
     await queue?.close();
     await redis?.quit();
     await api?.close();
+    await gw?.close();
   });
 
-  it('the container gets the gateway and the credential as EGRESS_* variables (over the request\'s own of those names); destroy releases the connection', async () => {
-    const res = await api.call('request_workspace', admin, { user_id: userId, image_id: imageId, egress_gateway_id: toWireId(gwA.id), environment: { EGRESS_USERNAME: 'mallory', GREETING: 'hi' } });
+  it('the container gets the gateway as EGRESS_* variables, no secret (over the request\'s own of those names); destroy releases the connection', async () => {
+    const res = await api.call('request_workspace', admin, { user_id: userId, image_id: imageId, egress_gateway_id: toWireId(exit.id), environment: { EGRESS_GATEWAY_NAME: 'mallory', GREETING: 'hi' } });
     expect(res.status).toBe(200);
     const workspaceId = res.body.workspace_id as string;
     await running(workspaceId);
@@ -222,19 +240,17 @@ describe('egress at launch on a real desktop', () => {
     const exec = await api.call('exec_command_workspace', admin, { workspace_id: workspaceId, user_id: userId, exec_config: { cmd: 'env | grep -E "^(EGRESS_|GREETING=)" | sort' }, wait: true });
     expect(exec.status).toBe(200);
     expect(exec.body.stdout.trim().split('\n')).toEqual([
-      'EGRESS_GATEWAY_CONFIG={"port":1194,"proto":"udp"}',
-      `EGRESS_GATEWAY_ENDPOINT=vpn-a.example.com:1194`,
-      `EGRESS_GATEWAY_ID=${toWireId(gwA.id)}`,
-      'EGRESS_GATEWAY_NAME=gw-a',
-      'EGRESS_PASSWORD=s3cret pass',
-      'EGRESS_PROVIDER_NAME=corp-vpn',
-      'EGRESS_PROVIDER_TYPE=username_password_vpn',
-      'EGRESS_USERNAME=alice',
+      `EGRESS_GATEWAY_CONFIG=${JSON.stringify(exit.config)}`,
+      `EGRESS_GATEWAY_ENDPOINT=${gw.endpoint}`,
+      `EGRESS_GATEWAY_ID=${toWireId(exit.id)}`,
+      'EGRESS_GATEWAY_NAME=wg-exit',
+      'EGRESS_PROVIDER_NAME=wg-corp',
+      'EGRESS_PROVIDER_TYPE=key_pair_tunnel',
       'GREETING=hi',
     ]);
     // The secret is the container's only: not in the workspace's stored request environment.
     const [row] = await db.query('SELECT environment FROM workspaces WHERE id = $1', [parseId(workspaceId)]);
-    expect(JSON.stringify(row.environment)).not.toContain('s3cret');
+    expect(JSON.stringify(row.environment)).not.toContain(privateKey);
 
     expect((await api.call('destroy_workspace', admin, { workspace_id: workspaceId, user_id: userId })).status).toBe(200);
     await deleted(workspaceId);
@@ -242,7 +258,7 @@ describe('egress at launch on a real desktop', () => {
   });
 
   it('a worker SIGKILLed while it runs the destroy: the next worker finishes it and the connection is released', async () => {
-    const res = await api.call('request_workspace', admin, { user_id: userId, image_id: imageId, egress_gateway_id: toWireId(gwA.id) });
+    const res = await api.call('request_workspace', admin, { user_id: userId, image_id: imageId, egress_gateway_id: toWireId(exit.id) });
     const workspaceId = res.body.workspace_id as string;
     const id = parseId(workspaceId) as string;
     await running(workspaceId);
@@ -260,7 +276,7 @@ describe('egress at launch on a real desktop', () => {
     try {
       await holder.startTransaction();
       expect(await holder.query('SELECT workspace_id FROM egress_connections WHERE workspace_id = $1 FOR UPDATE', [id])).toHaveLength(1);
-      expect((await api.call('destroy_workspace', admin, { workspace_id: workspaceId })).status).toBe(200);
+      expect((await api.call('destroy_workspace', admin, { workspace_id: workspaceId, user_id: userId })).status).toBe(200);
       await waitFor('the doomed worker to hold the destroy and remove the container', async () => {
         const job = await queue.getJob(jobId.destroy(id));
         const held = !!job?.processedBy && Number(job.processedBy.split(':').pop()) === doomed.pid && (await job.getState()) === 'active';

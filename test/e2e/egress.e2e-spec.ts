@@ -2,17 +2,20 @@
  * Egress credentials over HTTP (update_egress_credential, delete_egress_provider_mapping): every validation
  * branch, both names of the limit and of the id, masking, the conditional permissions by what a credential is
  * attached to (before and after a change); EgressConnections.reserve/release against the real database,
- * including the limit under concurrent launches; and the operator CLI's egress commands.
+ * including the limit under concurrent launches; the operator CLI's egress commands; secrets encrypted at rest
+ * (the columns in PostgreSQL, the migration that seals rows stored in clear and its down).
  */
 import { DataSource } from 'typeorm';
 import { closure, Permission } from '@ws/auth';
-import { newId, parseId, toWireId } from '@ws/common';
-import { EgressCatalog, EgressConnections, EgressCredential, EgressGateway, EgressProvider } from '@ws/egress';
+import { newId, parseId, SecretCipher, toWireId } from '@ws/common';
+import { EgressCatalog, EgressConnections, EgressCredential, EgressGateway, EgressProvider, EgressSecrets } from '@ws/egress';
+import { EncryptEgressSecrets1795818451034 } from '../../migrations/1795818451034-EncryptEgressSecrets';
 import { runCli as cli, runCliWithStdin as cliWithStdin, useApiForCli } from './cli-runner';
 import { HEX32, TestApi, TestKey } from './harness';
 
 const BASE: Permission[] = ['Egress Credentials Create', 'Egress Credentials Modify', 'Egress Credentials Delete', 'Egress Providers Modify'];
 const MASK = '********';
+const CREDENTIALS_KEY = 'egress-e2e-key-0123456789abcdef0123456789';
 
 describe('egress credentials', () => {
   let api: TestApi;
@@ -55,13 +58,21 @@ describe('egress credentials', () => {
     return res.body.egress_credentials[0] as Record<string, unknown>;
   }
 
+  /** The credential with its secrets in clear, after checking that PostgreSQL holds none of them in clear. */
   async function stored(wireId: unknown): Promise<EgressCredential> {
-    return db.getRepository(EgressCredential).findOneByOrFail({ id: parseId(wireId) as string });
+    const id = parseId(wireId) as string;
+    const [raw] = (await db.query('SELECT password, vpn_private_key, mesh_key, custom_credential FROM egress_credentials WHERE id = $1', [id])) as Array<Record<string, string | null>>;
+    for (const value of Object.values(raw)) if (value !== null) expect(SecretCipher.isSealed(value)).toBe(true);
+    const clear = api.app.get(EgressSecrets).reveal(await db.getRepository(EgressCredential).findOneByOrFail({ id }));
+    for (const [column, value] of Object.entries(raw)) if (value !== null) expect(value).not.toContain(clear[({ password: 'password', vpn_private_key: 'vpnPrivateKey', mesh_key: 'meshKey', custom_credential: 'customCredential' } as const)[column as 'password']] as string);
+    return clear;
   }
 
   beforeAll(async () => {
     // More connections than the concurrent launches of the limit test, so all of them are in flight at once.
-    api = await TestApi.start({ DATABASE_POOL_SIZE: 14 });
+    // The CLI (in process) and the migration read the key from the environment, the api from its settings.
+    process.env.SERVER_CREDENTIALS_KEY = CREDENTIALS_KEY;
+    api = await TestApi.start({ DATABASE_POOL_SIZE: 14, SERVER_CREDENTIALS_KEY: CREDENTIALS_KEY });
     db = api.app.get(DataSource);
     admin = await api.key(['Global Admin']);
     restoreEnv = useApiForCli(api);
@@ -108,7 +119,7 @@ describe('egress credentials', () => {
         egress_credentials: [{
           egress_credential_id: expect.stringMatching(HEX32), name: 'office vpn', username: 'alice', password: MASK, enabled: true,
           user_id: ids.user, group_id: null, image_id: null, egress_provider_id: toWireId(vpn.id), allow_all_gateways: true,
-          vpn_private_key: null, mesh_key: null, custom_credential: null, limit_active_connections: false, active_connection_limit: null, active_connections: 0,
+          vpn_private_key: null, mesh_key: null, custom_credential: null, limit_active_connections: false, active_connection_limit: 0, active_connections: 0,
           egress_provider: { egress_provider_id: toWireId(vpn.id), name: 'corp-vpn', egress_provider_type: 'username_password_vpn' },
           egress_gateways: [{ name: 'gw-a', egress_gateway_id: toWireId(gwA.id) }, { name: 'gw-b', egress_gateway_id: toWireId(gwB.id) }],
         }],
@@ -134,6 +145,70 @@ describe('egress credentials', () => {
       // Dashed ids are accepted too.
       const dashed = await update(admin, { egress_credential_id: parseId(first.egress_credential_id), enabled: false });
       expect(dashed.body.egress_credentials[0]).toEqual(expect.objectContaining({ egress_credential_id: first.egress_credential_id, enabled: false }));
+    });
+
+    it('answers username and password as strings and the limit as an integer; the answer sent back changes nothing', async () => {
+      const key = await created({ egress_provider_id: toWireId(tunnel.id), name: 'typed', vpn_private_key: 'wg-secret', user_id: ids.user, allow_all_gateways: true });
+      expect(key).toEqual(expect.objectContaining({ username: '', password: '', vpn_private_key: MASK, mesh_key: null, limit_active_connections: false, active_connection_limit: 0 }));
+      const { active_connections: _live, ...sentBack } = key;
+      const again = await update(admin, sentBack);
+      expect(again.status).toBe(200);
+      expect(again.body.egress_credentials[0]).toEqual(key);
+      expect((await stored(key.egress_credential_id)).vpnPrivateKey).toBe('wg-secret');
+      // An empty secret is no secret: stored as null, answered "" (password) or null.
+      const emptied = await update(admin, { egress_credential_id: key.egress_credential_id, custom_credential: '', username: 'u' });
+      expect(emptied.body.egress_credentials[0]).toEqual(expect.objectContaining({ username: 'u', password: '', custom_credential: null }));
+    });
+
+    it('stores every secret only encrypted, bound to its credential and column; without SERVER_CREDENTIALS_KEY a secret is refused', async () => {
+      const made = await created({ egress_provider_id: toWireId(custom.id), name: 'sealed', custom_credential: 'opaque-123', password: 'pw-456', username: 'carl', group_id: ids.group, allow_all_gateways: true });
+      const [raw] = (await db.query('SELECT username, password, custom_credential FROM egress_credentials WHERE id = $1', [parseId(made.egress_credential_id)])) as Array<Record<string, string>>;
+      expect(raw.username).toBe('carl');
+      expect(SecretCipher.isSealed(raw.password) && SecretCipher.isSealed(raw.custom_credential)).toBe(true);
+      expect(JSON.stringify(raw)).not.toMatch(/opaque-123|pw-456/);
+      expect(await stored(made.egress_credential_id)).toEqual(expect.objectContaining({ customCredential: 'opaque-123', password: 'pw-456' }));
+      // A value copied onto another column does not open.
+      const secrets = api.app.get(EgressSecrets);
+      const entity = await db.getRepository(EgressCredential).findOneByOrFail({ id: parseId(made.egress_credential_id) as string });
+      expect(() => secrets.reveal({ ...entity, meshKey: raw.custom_credential } as EgressCredential)).toThrow(/does not decrypt with SERVER_CREDENTIALS_KEY/);
+      // Another key opens nothing, and none refuses to store one (400 naming the setting).
+      const other = new EgressSecrets(Object.assign(Object.create(api.config) as typeof api.config, { SERVER_CREDENTIALS_KEY: 'x'.repeat(32) }));
+      expect(() => other.reveal(entity)).toThrow(/does not decrypt/);
+      const keyless = new EgressSecrets(Object.assign(Object.create(api.config) as typeof api.config, { SERVER_CREDENTIALS_KEY: '' }));
+      expect(() => keyless.seal(entity.id, 'password', 'pw')).toThrow(/SERVER_CREDENTIALS_KEY is not set: egress credentials' secrets are stored only encrypted/);
+    });
+
+    it('the migration seals secrets stored in clear (once), and its down opens them again', async () => {
+      const id = newId();
+      await db.query(
+        `INSERT INTO egress_credentials (id, name, provider_id, username, password, custom_credential, mesh_key, image_id, allow_all_gateways)
+         VALUES ($1, 'legacy', $2, 'lee', 'legacy-pw', 'legacy-custom', '', $3, true)`,
+        [id, custom.id, parseId(ids.otherImage)],
+      );
+      const read = async () => ((await db.query('SELECT username, password, custom_credential, mesh_key, vpn_private_key FROM egress_credentials WHERE id = $1', [id])) as Array<Record<string, string | null>>)[0];
+      const migration = new EncryptEgressSecrets1795818451034();
+      const runner = db.createQueryRunner();
+      try {
+        await migration.up(runner);
+        const sealed = await read();
+        expect(sealed).toEqual(expect.objectContaining({ username: 'lee', mesh_key: null, vpn_private_key: null }));
+        expect(SecretCipher.isSealed(sealed.password as string) && SecretCipher.isSealed(sealed.custom_credential as string)).toBe(true);
+        expect(await stored(toWireId(id))).toEqual(expect.objectContaining({ password: 'legacy-pw', customCredential: 'legacy-custom' }));
+        await migration.up(runner); // a second run leaves sealed values alone
+        expect(await read()).toEqual(sealed);
+
+        await migration.down(runner);
+        expect(await read()).toEqual(expect.objectContaining({ password: 'legacy-pw', custom_credential: 'legacy-custom' }));
+        // Without the key, rows holding secrets stop the migration with the variable's name.
+        delete process.env.SERVER_CREDENTIALS_KEY;
+        await expect(migration.up(runner)).rejects.toThrow(/SERVER_CREDENTIALS_KEY is not set: \d+ egress credential\(s\) hold secrets/);
+        process.env.SERVER_CREDENTIALS_KEY = CREDENTIALS_KEY;
+        await migration.up(runner);
+        expect(await stored(toWireId(id))).toEqual(expect.objectContaining({ password: 'legacy-pw', customCredential: 'legacy-custom' }));
+      } finally {
+        process.env.SERVER_CREDENTIALS_KEY = CREDENTIALS_KEY;
+        await runner.release();
+      }
     });
 
     it('accepts the limit as active_connection_limit or active_connections; both different is refused', async () => {
@@ -214,7 +289,9 @@ describe('egress credentials', () => {
       const base = vpnCredential({ user_id: ids.user }, { limit_active_connections: true });
       const cases: Array<[Record<string, unknown>, RegExp]> = [
         [{}, /active_connection_limit \(a positive integer\) is required when limit_active_connections is true/],
-        [{ active_connection_limit: 0 }, /active_connection_limit must not be less than 1/],
+        // 0 is what an answer carries when no limit is stored: as absent as null.
+        [{ active_connection_limit: 0 }, /active_connection_limit \(a positive integer\) is required when limit_active_connections is true/],
+        [{ active_connection_limit: -1 }, /active_connection_limit must not be less than 0/],
         [{ active_connections: -2 }, /active_connections must not be less than 1/],
         [{ active_connection_limit: 1.5 }, /active_connection_limit must be an integer/],
         [{ active_connection_limit: '3' }, /active_connection_limit must be an integer/],
@@ -424,10 +501,11 @@ describe('egress credentials', () => {
       expect(await liveCount(id)).toBe(limit);
     });
 
-    it('hands back the credential in clear with the gateway and provider; a rolled-back launch leaves no connection', async () => {
+    it('hands back the credential (sealed; in clear through EgressSecrets) with the gateway and provider; a rolled-back launch leaves no connection', async () => {
       const { egress_credential_id: id } = await created({ egress_provider_id: toWireId(mesh.id), name: 'image mesh', mesh_key: 'tskey-image', image_id: ids.otherImage, allow_all_gateways: true });
       const reservation = await reserveFor(newId(), { userId: null, groupIds: [] });
-      expect(reservation.credential.meshKey).toBe('tskey-image');
+      expect(reservation.credential.meshKey).not.toContain('tskey-image');
+      expect(api.app.get(EgressSecrets).reveal(reservation.credential).meshKey).toBe('tskey-image');
       expect(reservation.gateway.id).toBe(gwM.id);
       expect(reservation.provider.type).toBe('mesh_network');
       await expect(db.transaction(async (tx) => {

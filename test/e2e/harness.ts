@@ -11,10 +11,17 @@ import { ApiKeysService, Permission } from '@ws/auth';
 import { AppConfig, loadConfig, randomSecret } from '@ws/common';
 import { dropDatabase, migrate } from '@ws/database';
 import { LICENSE_FEATURES } from '@ws/licensing';
+import { createClient, OperationName, RequestOf, ResponseOf, WorkspaceApiError, WorkspaceClient } from '@workspace-server/client';
 
 export interface TestKey {
   api_key: string;
   api_key_secret: string;
+}
+
+/** An operation's outcome through the client: 200 and the typed answer, or the error's status and body. */
+export interface Outcome<T> {
+  status: number;
+  body: T & { error_message?: string };
 }
 
 /**
@@ -28,6 +35,8 @@ const LICENSING_SETTINGS: ReadonlyArray<keyof AppConfig> = ['LICENSE_PUBLIC_KEYS
 /** A live api on a database and Redis prefix of its own; close() drops both. */
 export class TestApi {
   worker: INestApplicationContext | null = null;
+  private baseUrl: string | null = null;
+  private readonly clients = new Map<string, WorkspaceClient>();
 
   private constructor(
     readonly app: NestFastifyApplication,
@@ -46,6 +55,8 @@ export class TestApi {
       DATABASE_NAME: database, REDIS_PREFIX: `wse2e-${suffix}`, DEPLOYMENT_ID: `e2e-${suffix}`, DATABASE_POOL_SIZE: 4, LOG_LEVEL: 'warn',
       // Suites send many refused credentials from one address on purpose; auth-rate-limit.e2e-spec sets real limits.
       AUTH_FAILURES_PER_ADDRESS: 1_000_000, AUTH_FAILURES_PER_KEY: 1_000_000,
+      // As `npm start` makes one: secrets at rest (server image passwords, egress and webhook secrets) are sealed.
+      SERVER_CREDENTIALS_KEY: `e2e-credentials-key-${suffix}-0123456789abcdef`,
       ...licensing,
       ...overrides,
     };
@@ -64,9 +75,37 @@ export class TestApi {
 
   /** Listens on an ephemeral loopback port (websockets need a real server); answers the base url. */
   async listen(): Promise<string> {
+    if (this.baseUrl) return this.baseUrl;
     await this.app.listen(0, '127.0.0.1');
     const address = this.app.getHttpServer().address() as { port: number };
-    return `http://127.0.0.1:${address.port}`;
+    this.baseUrl = `http://127.0.0.1:${address.port}`;
+    return this.baseUrl;
+  }
+
+  /**
+   * The typed client (@workspace-server/client) with `key`, over HTTP on a loopback port, as an integrator calls the
+   * api: a request or answer that drifts from the OpenAPI document fails the type check or the test. One attempt
+   * per call (the suites assert 429 and 503 themselves; the client's retries have their own unit tests).
+   */
+  async client(key: TestKey): Promise<WorkspaceClient> {
+    const base = await this.listen();
+    let client = this.clients.get(key.api_key);
+    if (!client) {
+      client = createClient({ baseUrl: base, apiKey: key.api_key, apiKeySecret: key.api_key_secret, retry: { attempts: 1 }, timeoutMs: 300_000 });
+      this.clients.set(key.api_key, client);
+    }
+    return client;
+  }
+
+  /** An operation through the typed client, as {status, body} (use `call` only to send what the client cannot: malformed bodies). */
+  async op<N extends OperationName>(operation: N, key: TestKey, body?: RequestOf<N>): Promise<Outcome<ResponseOf<N>>> {
+    const client = await this.client(key);
+    try {
+      return { status: 200, body: (await client.call(operation, body)) as Outcome<ResponseOf<N>>['body'] };
+    } catch (err) {
+      if (err instanceof WorkspaceApiError) return { status: err.status, body: err.body as Outcome<ResponseOf<N>>['body'] };
+      throw err;
+    }
   }
 
   /**

@@ -122,7 +122,7 @@ describe('image launch settings and capacity', () => {
     expect((await db.query('SELECT status FROM workspaces WHERE id = $1', [uuid]))[0].status).toBe('running');
     expect((await sh(broken.container_id, 'cat /tmp/go.log 2>/dev/null || echo none')).stdout.trim()).toBe('none'); // go waits for a working setup
 
-    for (const id of [workspaceId, brokenId]) expect((await api.call('destroy_workspace', key, { workspace_id: id })).status).toBe(200);
+    for (const id of [workspaceId, brokenId]) expect((await api.call('destroy_workspace', key, { workspace_id: id, user_id: userId })).status).toBe(200);
     await waitFor('both removed', async () => ((await api.containers()).length === 0 ? true : undefined), 60_000, 200);
   });
 
@@ -142,7 +142,7 @@ describe('image launch settings and capacity', () => {
       const res = await api.call('request_workspace', key, { user_id: await newUser('ninth'), image_id: imageId });
       expect({ status: res.status, message: res.body.error_message }).toEqual({ status: 503, message: expect.stringContaining('No resources') });
     }
-    for (const id of workspaces) expect((await api.call('destroy_workspace', key, { workspace_id: id })).status).toBe(200);
+    for (const [i, id] of workspaces.entries()) expect((await api.call('destroy_workspace', key, { workspace_id: id, user_id: users[i] })).status).toBe(200);
     await waitFor('all removed', async () => ((await api.containers()).length === 0 ? true : undefined), 120_000, 200);
   });
 
@@ -154,10 +154,11 @@ describe('image launch settings and capacity', () => {
     const updated = JSON.parse(await cli('server', 'update', 'local', '--cores', '1', '--cpu-overcommit', '1.5', '--json'));
     expect(updated).toEqual(expect.objectContaining({ hostname: 'local', cores: 1, cpu_overcommit: 1.5, memory_overcommit: 1, cpu_allocation_method: 'Quotas' }));
     const imageId = await imageIdOf('Desktop');
-    const first = await request(await newUser('only-one'), imageId);
+    const onlyOne = await newUser('only-one');
+    const first = await request(onlyOne, imageId);
     const second = await api.call('request_workspace', key, { user_id: await newUser('one-too-many'), image_id: imageId });
     expect({ status: second.status, message: second.body.error_message }).toEqual({ status: 503, message: expect.stringContaining('No resources') });
-    expect((await api.call('destroy_workspace', key, { workspace_id: first })).status).toBe(200);
+    expect((await api.call('destroy_workspace', key, { workspace_id: first, user_id: onlyOne })).status).toBe(200);
     await waitFor('removed', async () => ((await api.containers()).length === 0 ? true : undefined), 60_000, 200);
   });
 });

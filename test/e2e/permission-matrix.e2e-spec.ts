@@ -122,6 +122,14 @@ describe('permission matrix (from the operation catalog)', () => {
     });
   });
 
+  describe('Queues Admin (the queue dashboard\'s permission, test/e2e/queue-dashboard.e2e-spec.ts) grants no operation', () => {
+    it.each(ROUTED.filter((op) => sufficient(op).length > 0).map((op) => [op]))('%s is refused to a key holding only Queues Admin', async (op) => {
+      const res = await api.call(op, await keyHolding(['Queues Admin']));
+      expect(res.status).toBe(403);
+      expect(res.body).toEqual({ error_message: `Missing permissions: ${sufficient(op).join(', ')}` });
+    });
+  });
+
   describe('expired and revoked keys answer 401 on every operation', () => {
     let expired: TestKey;
     let revoked: TestKey;

@@ -69,8 +69,19 @@ describe('persistent profiles', () => {
 
   const allowProfiles = (allowed: boolean) => api.app.get(GroupsService).updateSettings('All Users', { clientSettings: { allow_persistent_profile: allowed } });
   const newUser = async (prefix: string) => (await api.call('create_user', admin, { target_user: { username: `${prefix}.${randomSecret(4)}+x` } })).body.user.user_id as string;
-  const request = (userId: string, imageId: string, mode?: string) =>
-    api.call('request_workspace', admin, { user_id: userId, image_id: imageId, ...(mode ? { persistent_profile_mode: mode } : {}) });
+  /** Each requested workspace's owner: the owner-checked operations name it. */
+  const owners = new Map<string, string>();
+  const request = async (userId: string, imageId: string, mode?: string) => {
+    const res = await api.call('request_workspace', admin, { user_id: userId, image_id: imageId, ...(mode ? { persistent_profile_mode: mode } : {}) });
+    if (res.status === 200) owners.set(res.body.workspace_id as string, userId);
+    return res;
+  };
+  /** workspace_id and its owner's user_id, for get_workspace_status, destroy_workspace and exec_command_workspace. */
+  const owned = (workspaceId: string) => {
+    const userId = owners.get(workspaceId);
+    if (!userId) throw new Error(`no owner recorded for workspace ${workspaceId}`);
+    return { workspace_id: workspaceId, user_id: userId };
+  };
 
   /** Requests a workspace and waits until it runs; answers its wire id. */
   const launch = async (userId: string, imageId: string, mode?: string): Promise<string> => {
@@ -78,14 +89,14 @@ describe('persistent profiles', () => {
     expect(res.status).toBe(200);
     const id = res.body.workspace_id as string;
     await waitFor(`workspace ${id} running`, async () => {
-      const status = await api.call('get_workspace_status', admin, { workspace_id: id });
+      const status = await api.call('get_workspace_status', admin, owned(id));
       if (status.body.operational_status === 'failed') throw new Error(`workspace ${id} failed: ${status.body.operational_message}`);
       return status.body.workspace?.operational_status === 'running' ? true : undefined;
     }, 180_000, 250);
     return id;
   };
   const exec = async (workspaceId: string, cmd: string): Promise<string> => {
-    const res = await api.call('exec_command_workspace', admin, { workspace_id: workspaceId, exec_config: { cmd }, wait: true, timeout_seconds: 60 });
+    const res = await api.call('exec_command_workspace', admin, { ...owned(workspaceId), exec_config: { cmd }, wait: true, timeout_seconds: 60 });
     expect(res.status).toBe(200);
     expect(res.body.exit_code).toBe(0);
     return res.body.stdout as string;
@@ -117,10 +128,10 @@ describe('persistent profiles', () => {
    */
   const destroyAndConfirm = async (workspaceId: string): Promise<{ messages: string[]; pointerAtRemoval: Pointer | undefined }> => {
     const location = await locationOf(workspaceId);
-    expect((await api.call('destroy_workspace', admin, { workspace_id: workspaceId })).status).toBe(200);
+    expect((await api.call('destroy_workspace', admin, owned(workspaceId))).status).toBe(200);
     const messages: string[] = [];
     const pointerAtRemoval = await waitFor(`workspace ${workspaceId} removed`, async () => {
-      const status = await api.call('get_workspace_status', admin, { workspace_id: workspaceId });
+      const status = await api.call('get_workspace_status', admin, owned(workspaceId));
       if (status.status === 200) {
         const message = status.body.operational_message as string;
         if (messages[messages.length - 1] !== message) messages.push(message);
@@ -140,7 +151,7 @@ describe('persistent profiles', () => {
 
       // First workspace: nothing saved yet, it starts with the image's home; a file is written there.
       const first = await launch(userId, imageId, 'Enabled');
-      const status = await api.call('get_workspace_status', admin, { workspace_id: first });
+      const status = await api.call('get_workspace_status', admin, owned(first));
       expect(status.body.workspace).toMatchObject({ is_persistent_profile: true, persistent_profile_mode: 'Enabled' });
       const location = await locationOf(first);
       expect(location).toMatch(backend === 'file' ? /^file:\/\/.+\/profiles\/[0-9a-f]{32}\/[0-9a-f]{32}$/ : /^s3:\/\/ws-profiles\/profiles\/profile-s3\.[0-9a-f]{8}_2Bx\/[0-9a-f]{32}$/);
@@ -252,9 +263,9 @@ describe('persistent profiles', () => {
     mkdirSync(dirname(root), { recursive: true });
     writeFileSync(root, 'not a directory');
     try {
-      expect((await api.call('destroy_workspace', admin, { workspace_id: workspace })).status).toBe(200);
+      expect((await api.call('destroy_workspace', admin, owned(workspace))).status).toBe(200);
       await waitFor('the save failing and being retried', async () => {
-        const status = await api.call('get_workspace_status', admin, { workspace_id: workspace });
+        const status = await api.call('get_workspace_status', admin, owned(workspace));
         expect(status.status).toBe(200); // never reported removed while the profile is unsaved
         return /^Saving the persistent profile failed \(.+\); retrying/.test(status.body.operational_message ?? '') ? true : undefined;
       }, 120_000, 100);
@@ -266,7 +277,7 @@ describe('persistent profiles', () => {
       rmSync(root, { force: true });
     }
     const saved = await waitFor('the workspace removed once the store works again', async () => {
-      const status = await api.call('get_workspace_status', admin, { workspace_id: workspace });
+      const status = await api.call('get_workspace_status', admin, owned(workspace));
       return status.status === 400 ? { p: await pointer(location) } : undefined;
     }, 180_000, 100);
     await expectIntact(saved.p as Pointer);
@@ -350,9 +361,9 @@ describe('persistent profiles', () => {
       expect(await readMarker(second)).toBe('before-kill');
       const bigSha = (await exec(second, `head -c ${8 * MiB} /dev/urandom > ${HOME}/big.bin && echo after-kill > ${HOME}/marker.txt && sha256sum ${HOME}/big.bin | cut -d' ' -f1`)).trim();
       const location = await locationOf(second);
-      expect((await api.call('destroy_workspace', admin, { workspace_id: second })).status).toBe(200);
+      expect((await api.call('destroy_workspace', admin, owned(second))).status).toBe(200);
       await waitFor('the save under way', async () => {
-        const status = await api.call('get_workspace_status', admin, { workspace_id: second });
+        const status = await api.call('get_workspace_status', admin, owned(second));
         return /^Saving the persistent profile: [1-9]/.test(status.body.operational_message ?? '') ? true : undefined;
       }, 120_000, 50);
       await slow.kill('SIGKILL');
@@ -372,7 +383,7 @@ describe('persistent profiles', () => {
       const rescuer = spawnWorker();
       await rescuer.ready();
       const saved = await waitFor('the workspace removed after the taken-over save', async () => {
-        const status = await api.call('get_workspace_status', admin, { workspace_id: second });
+        const status = await api.call('get_workspace_status', admin, owned(second));
         return status.status === 400 ? pointer(location) : undefined;
       }, 180_000, 100);
       expect(saved).toBeDefined();

@@ -58,7 +58,7 @@ describe.each(['file', 's3'] as const)('session recording capture through the ga
     await stream.rfb.captureFrame({ timeoutMs: 15_000 });
     for (const [i, colour] of colours.entries()) {
       stream.rfb.sendPointerEvent(100 + i, 120);
-      await api.call('exec_command_workspace', admin, { workspace_id: workspace.workspace_id, exec_config: { cmd: `DISPLAY=:1 xsetroot -solid '${colour}'` }, wait: true });
+      await api.call('exec_command_workspace', admin, { workspace_id: workspace.workspace_id, user_id: userId, exec_config: { cmd: `DISPLAY=:1 xsetroot -solid '${colour}'` }, wait: true });
       await stream.rfb.update({ incremental: false, timeoutMs: 5000 });
     }
     await closeStream(stream);
@@ -166,7 +166,7 @@ describe.each(['file', 's3'] as const)('session recording capture through the ga
       }, 30_000, 100);
       expect(row).toMatchObject({ status: 'failed', segmentCount: 0, error: expect.stringMatching(/^the recording stopped early: the spool disk did not keep up/) });
       // The browser's stream goes on.
-      await api.call('exec_command_workspace', admin, { workspace_id: workspace.workspace_id, exec_config: { cmd: "DISPLAY=:1 xsetroot -solid '#335577'" }, wait: true });
+      await api.call('exec_command_workspace', admin, { workspace_id: workspace.workspace_id, user_id: userId, exec_config: { cmd: "DISPLAY=:1 xsetroot -solid '#335577'" }, wait: true });
       expect((await stream.rfb.update({ incremental: false, timeoutMs: 5000 })).rects.length).toBeGreaterThan(0);
       expect(stream.ws.readyState).toBe(WebSocket.OPEN);
       await closeStream(stream);

@@ -201,7 +201,7 @@ describe('server sessions on real servers', () => {
         r.on('data', (c: Buffer) => chunks.push(c)).on('end', () => cb(null, Buffer.concat(chunks)));
       });
       expect({ status: shot.status, type: shot.headers['content-type'], jpeg: (shot.body as Buffer).subarray(0, 2).toString('hex') }).toEqual({ status: 200, type: 'image/jpeg', jpeg: 'ffd8' });
-      const exec = await api.call('exec_command_workspace', admin, { workspace_id: workspaceId, exec_config: { cmd: 'true' } });
+      const exec = await api.call('exec_command_workspace', admin, { workspace_id: workspaceId, user_id: userId, exec_config: { cmd: 'true' } });
       expect({ status: exec.status, error: exec.body.error_message }).toEqual({ status: 409, error: expect.stringContaining('commands run only in container workspaces') });
       await destroy(workspaceId);
     });

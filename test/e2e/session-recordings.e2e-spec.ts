@@ -265,7 +265,7 @@ describe.each(['file', 's3'] as const)('a recorded session on a real desktop, co
       // Screen activity for about 4 s: the background changes and the client asks for whole frames (always answered).
       const colours = ['#aa3300', '#0033aa', '#22aa44', '#aaaa00'];
       for (let step = 0; Date.now() - openedAt < 4000 && step < 200; step++) {
-        await api.call('exec_command_workspace', admin, { workspace_id: requested.workspace_id, exec_config: { cmd: `DISPLAY=:1 xsetroot -solid '${colours[step % colours.length]}'` }, wait: true });
+        await api.call('exec_command_workspace', admin, { workspace_id: requested.workspace_id, user_id: userId, exec_config: { cmd: `DISPLAY=:1 xsetroot -solid '${colours[step % colours.length]}'` }, wait: true });
         await rfb.update({ incremental: false, timeoutMs: 10_000 });
       }
     } finally {

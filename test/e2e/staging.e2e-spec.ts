@@ -2,6 +2,7 @@ import { DataSource } from 'typeorm';
 import { toWireId } from '@ws/common';
 import { Image, ImagesService } from '@ws/images';
 import { ZonesService } from '@ws/zones';
+import type { RequestOf } from '@workspace-server/client';
 import { HEX32, TestApi, TestKey } from './harness';
 
 /** The five staging-config operations over HTTP: shapes, defaults, updates and 400s that name the field. */
@@ -33,7 +34,7 @@ describe('staging configs', () => {
   });
   afterAll(async () => api?.close());
 
-  const create = (fields: Record<string, unknown>) => api.call('create_staging_config', admin, { target_staging_config: fields });
+  const create = (fields: RequestOf<'create_staging_config'>['target_staging_config']) => api.op('create_staging_config', admin, { target_staging_config: fields });
   const expectRefused = async (res: { status: number; body: { error_message?: string } }, field: string) => {
     expect(res.status).toBe(400);
     expect(res.body.error_message).toContain(field);
@@ -53,20 +54,20 @@ describe('staging configs', () => {
     });
     const ref = { target_staging_config: { staging_config_id: config.staging_config_id } };
 
-    expect((await api.call('get_staging_config', admin, ref)).body).toEqual({ staging_config: config });
-    const listed = await api.call('get_staging_configs', admin);
+    expect((await api.op('get_staging_config', admin, ref)).body).toEqual({ staging_config: config });
+    const listed = await api.op('get_staging_configs', admin);
     expect(listed.status).toBe(200);
     expect(listed.body.staging_configs).toContainEqual(config);
 
-    const updated = await api.call('update_staging_config', admin, {
+    const updated = await api.op('update_staging_config', admin, {
       target_staging_config: { staging_config_id: config.staging_config_id, num_sessions: 0, allow_workspace_audio: true, zone_id: otherZoneId },
     });
     expect(updated.status).toBe(200);
     expect(updated.body.staging_config).toEqual({ ...config, num_sessions: 0, allow_workspace_audio: true, zone_id: otherZoneId, zone_name: 'other' });
 
-    expect((await api.call('delete_staging_config', admin, ref)).body).toEqual({});
-    await expectRefused(await api.call('get_staging_config', admin, ref), 'staging_config_id');
-    expect((await api.call('get_staging_configs', admin)).body.staging_configs.map((c: { staging_config_id: string }) => c.staging_config_id)).not.toContain(config.staging_config_id);
+    expect((await api.op('delete_staging_config', admin, ref)).body).toEqual({});
+    await expectRefused(await api.op('get_staging_config', admin, ref), 'staging_config_id');
+    expect((await api.op('get_staging_configs', admin)).body.staging_configs.map((c: { staging_config_id: string }) => c.staging_config_id)).not.toContain(config.staging_config_id);
   });
 
   it('takes the deployment client-setting defaults for omitted flags', async () => {
@@ -82,11 +83,13 @@ describe('staging configs', () => {
     const good = { zone_id: zoneId, image_id: imageId, num_sessions: 1, expiration: 1 };
     await expectRefused(await create({ ...good, num_sessions: -1 }), 'num_sessions');
     await expectRefused(await create({ ...good, num_sessions: 1.5 }), 'num_sessions');
-    await expectRefused(await create({ ...good, num_sessions: undefined }), 'num_sessions');
+    // Malformed on purpose: past the client's types, raw.
+    const raw = (fields: Record<string, unknown>) => api.call('create_staging_config', admin, { target_staging_config: fields });
+    await expectRefused(await raw({ ...good, num_sessions: undefined }), 'num_sessions');
     await expectRefused(await create({ ...good, expiration: 0 }), 'expiration');
     await expectRefused(await create({ ...good, expiration: -2 }), 'expiration');
-    await expectRefused(await create({ ...good, expiration: 'soon' }), 'expiration');
-    await expectRefused(await create({ ...good, allow_workspace_audio: 'yes' }), 'allow_workspace_audio');
+    await expectRefused(await raw({ ...good, expiration: 'soon' }), 'expiration');
+    await expectRefused(await raw({ ...good, allow_workspace_audio: 'yes' }), 'allow_workspace_audio');
     await expectRefused(await create({ ...good, zone_id: 'f'.repeat(32) }), 'zone_id');
     await expectRefused(await create({ ...good, zone_id: 'nope' }), 'zone_id');
     await expectRefused(await create({ ...good, image_id: 'e'.repeat(32) }), 'image_id');
@@ -97,13 +100,13 @@ describe('staging configs', () => {
     const inOtherZone = await create({ ...good, zone_id: otherZoneId, image_id: fencedImageId });
     expect(inOtherZone.status).toBe(200);
     const id = inOtherZone.body.staging_config.staging_config_id;
-    const update = (fields: Record<string, unknown>) => api.call('update_staging_config', admin, { target_staging_config: { staging_config_id: id, ...fields } });
+    const update = (fields: Record<string, unknown>) => api.op('update_staging_config', admin, { target_staging_config: { staging_config_id: id, ...fields } });
     await expectRefused(await update({ zone_id: zoneId }), 'image_id');
     await expectRefused(await update({ num_sessions: -3 }), 'num_sessions');
     await expectRefused(await update({ expiration: null }), 'expiration');
     await expectRefused(await update({ staging_config_id: 'a'.repeat(32) }), 'staging_config_id');
-    await expectRefused(await api.call('delete_staging_config', admin, { target_staging_config: { staging_config_id: 'nope' } }), 'staging_config_id');
+    await expectRefused(await api.op('delete_staging_config', admin, { target_staging_config: { staging_config_id: 'nope' } }), 'staging_config_id');
     // Nothing of the refused updates was stored.
-    expect((await api.call('get_staging_config', admin, { target_staging_config: { staging_config_id: id } })).body.staging_config).toMatchObject({ zone_id: otherZoneId, num_sessions: 1, expiration: 1 });
+    expect((await api.op('get_staging_config', admin, { target_staging_config: { staging_config_id: id } })).body.staging_config).toMatchObject({ zone_id: otherZoneId, num_sessions: 1, expiration: 1 });
   });
 });

@@ -94,7 +94,7 @@ describe('stream gateway, screenshots and live statistics', () => {
       await rfb.captureFrame({ timeoutMs: 15_000 });
       expect([rfb.width, rfb.height]).toEqual([800, 600]);
       // Change the desktop and keep asking for updates until the gateway has published a change.
-      await api.call('exec_command_workspace', admin, { workspace_id: workspace.workspace_id, exec_config: { cmd: 'DISPLAY=:1 xterm -geometry 60x20+200+200 -e sleep 60 &' }, wait: true });
+      await api.call('exec_command_workspace', admin, { workspace_id: workspace.workspace_id, user_id: userId, exec_config: { cmd: 'DISPLAY=:1 xterm -geometry 60x20+200+200 -e sleep 60 &' }, wait: true });
       const stats = await waitFor('published frame stats with a change', async () => {
         await rfb.update({ incremental: false, timeoutMs: 5000 });
         const res = await api.call('get_workspace_frame_stats', key, { workspace_id: workspace.workspace_id, user_id: userId, client: 'auto' });
@@ -107,16 +107,17 @@ describe('stream gateway, screenshots and live statistics', () => {
         tightjpegencoder: { time: expect.any(Number), count: expect.any(Number), area: expect.any(Number) }, tightwebpencoder: { time: 0, count: 0, area: 0 },
       });
       // The figures move while the desktop changes and the client keeps asking for it.
-      await api.call('exec_command_workspace', admin, { workspace_id: workspace.workspace_id, exec_config: { cmd: "DISPLAY=:1 xsetroot -solid '#aa3300'" }, wait: true });
+      await api.call('exec_command_workspace', admin, { workspace_id: workspace.workspace_id, user_id: userId, exec_config: { cmd: "DISPLAY=:1 xsetroot -solid '#aa3300'" }, wait: true });
       await waitFor('the frame stats to change', async () => {
         await rfb.update({ incremental: false, timeoutMs: 5000 });
         const res = await api.call('get_workspace_frame_stats', key, { workspace_id: workspace.workspace_id, user_id: userId });
         return res.body.encoding_total > stats.encoding_total ? res.body : undefined;
       }, 30_000, 200);
       const clientId = stats.clients[0].client;
-      expect((await api.call('get_workspace_frame_stats', key, { workspace_id: workspace.workspace_id, client: 'none' })).body.clients).toEqual([]);
-      expect((await api.call('get_workspace_frame_stats', key, { workspace_id: workspace.workspace_id, client: clientId })).body.clients[0].client).toBe(clientId);
-      expect((await api.call('get_workspace_frame_stats', key, { workspace_id: workspace.workspace_id, client: 'ffffffff' })).status).toBe(400);
+      expect((await api.call('get_workspace_frame_stats', key, { workspace_id: workspace.workspace_id, user_id: userId, client: 'none' })).body.clients).toEqual([]);
+      expect((await api.call('get_workspace_frame_stats', key, { workspace_id: workspace.workspace_id, user_id: userId, client: clientId })).body.clients[0].client).toBe(clientId);
+      const unknownClient = await api.call('get_workspace_frame_stats', key, { workspace_id: workspace.workspace_id, user_id: userId, client: 'ffffffff' });
+      expect([unknownClient.status, unknownClient.body]).toEqual([400, { error_message: 'Invalid client (ffffffff)' }]);
       const bottleneck = await api.call('get_workspace_bottleneck_stats', key, { workspace_id: workspace.workspace_id, user_id: userId });
       expect(Object.keys(bottleneck.body.workspace_user)).toEqual([clientId]);
       for (const figure of bottleneck.body.workspace_user[clientId]) {

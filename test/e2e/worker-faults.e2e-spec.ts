@@ -65,6 +65,9 @@ describe('worker faults: killed and stopped workers', () => {
     db.query('SELECT id, status, container_id, operational_message FROM workspaces WHERE id = ANY($1)', [ids]);
   const registerImage = async (name: string, friendlyName: string) =>
     (await api.app.get(ImagesService).upsert({ name, friendlyName, cores: 1, memory: 384 * 1024 ** 2, xRes: 800, yRes: 600, portMap: { vnc: '5900/tcp' } })).id.replace(/-/g, '');
+  /** Each requested workspace's owner (wire id), by the workspace's dashed id: destroy_workspace names it. */
+  const owners = new Map<string, string>();
+  const destroy = (id: string) => api.call('destroy_workspace', admin, { workspace_id: id.replace(/-/g, ''), user_id: owners.get(id) });
   const requestWorkspaces = async (imageId: string, count: number): Promise<string[]> => {
     const ids: string[] = [];
     for (let i = 0; i < count; i++) {
@@ -73,6 +76,7 @@ describe('worker faults: killed and stopped workers', () => {
       expect(res.status).toBe(200);
       const [row] = await db.query('SELECT id FROM workspaces WHERE id = $1', [res.body.workspace_id]);
       ids.push(row.id as string);
+      owners.set(row.id as string, user);
     }
     return ids;
   };
@@ -109,7 +113,7 @@ describe('worker faults: killed and stopped workers', () => {
     // after making sure the other worker is up; the killed one is restarted at once.
     let kills = 0;
     for (let round = 0; round < 6; round++) {
-      if (round === 2) for (const id of destroyed) expect((await api.call('destroy_workspace', admin, { workspace_id: id.replace(/-/g, '') })).status).toBe(200);
+      if (round === 2) for (const id of destroyed) expect((await destroy(id)).status).toBe(200);
       const victim = await waitFor('a provision in flight, or none left', async () => {
         const inFlight = (await rows(ids)).filter((r) => r.status === 'starting' && r.container_id);
         if (!inFlight.length && !(await rows(ids)).some((r) => r.status === 'starting')) return null;
@@ -144,7 +148,7 @@ describe('worker faults: killed and stopped workers', () => {
     expect(problems).toEqual([]);
     console.warn(`worker faults: ${kills} SIGKILLs; ${final.filter((r) => r.status === 'running').length} running, ${final.filter((r) => r.status === 'failed').length} failed, ${final.filter((r) => r.status === 'deleted').length} deleted`);
 
-    for (const id of ids.slice(5)) await api.call('destroy_workspace', admin, { workspace_id: id.replace(/-/g, '') });
+    for (const id of ids.slice(5)) await destroy(id);
     await waitFor('all destroyed', async () => ((await rows(ids)).every((r) => ['deleted', 'failed'].includes(r.status)) ? true : undefined), 120_000, 200);
     for (const w of pair) await w.kill('SIGKILL');
   }, 600_000);
@@ -185,7 +189,7 @@ describe('worker faults: killed and stopped workers', () => {
     }
     expect(await containerProblems(ids)).toEqual([]);
     // Leave nothing running for the next test, whose container check sees this deployment's containers.
-    for (const id of ids) await api.call('destroy_workspace', admin, { workspace_id: id.replace(/-/g, '') });
+    for (const id of ids) await destroy(id);
     await waitFor('all destroyed', async () => ((await rows(ids)).every((r) => r.status === 'deleted') ? true : undefined), 120_000, 200);
     expect(await containerProblems(ids)).toEqual([]);
     await staying.kill('SIGTERM', 60_000);

@@ -69,9 +69,9 @@ describe('workspace lifecycle events: outbox and relay', () => {
         if (row.status === 'failed') throw new Error(`workspace failed: ${row.operational_message}`);
         return row.status === 'running' ? true : undefined;
       }, 120_000, 100);
-      expect((await api.call('destroy_workspace', admin, { workspace_id: requested.body.workspace_id })).status).toBe(200);
+      expect((await api.call('destroy_workspace', admin, { workspace_id: requested.body.workspace_id, user_id: user })).status).toBe(200);
       // A second destroy while stopping changes nothing and records nothing.
-      await api.call('destroy_workspace', admin, { workspace_id: requested.body.workspace_id });
+      await api.call('destroy_workspace', admin, { workspace_id: requested.body.workspace_id, user_id: user });
 
       const events = await waitFor('the destroyed event', async () => {
         const rows = (await db.query('SELECT id, workspace_id, type, payload FROM workspace_events WHERE workspace_id = $1 ORDER BY id', [id])) as Array<{ id: string; workspace_id: string; type: string; payload: Record<string, unknown> }>;
@@ -96,7 +96,7 @@ describe('workspace lifecycle events: outbox and relay', () => {
       const { container_id: containerId } = await waitFor('workspace running', async () => ((await row()).status === 'running' ? row() : undefined), 120_000, 100);
       await localDocker().remove(containerId);
       // get_workspace_status asks the engine and fails the workspace.
-      expect((await api.call('get_workspace_status', admin, { workspace_id: requested.body.workspace_id })).body.operational_status).toBe('stopped');
+      expect((await api.call('get_workspace_status', admin, { workspace_id: requested.body.workspace_id, user_id: user })).body.operational_status).toBe('stopped');
       await db.query(`UPDATE workspaces SET expiration_date = now() - interval '1 second' WHERE id = $1`, [id]);
       await (api.worker as NonNullable<TestApi['worker']>).get(WorkspaceRuntime).reap();
 

@@ -38,6 +38,8 @@ const PLANTS: Record<string, Array<[string, string]>> = {
     [`libs/${TAG}/src/index.ts`, 'export const unplaced = 1;\n'],
     [`libs/staging/src/${TAG}-new.ts`, `export { unplaced } from '../../${TAG}/src';\n`],
   ],
+  'client-stands-alone': [[`libs/client/src/${TAG}-server.ts`, "export { ErrorCode } from '@ws/common';\n"]],
+  'server-code-does-not-use-the-client': [[`libs/workspaces/src/${TAG}-client.ts`, "export { CREATING_OPERATIONS } from '@workspace-server/client';\n"]],
   resolvable: [[`libs/casting/src/${TAG}-alias.ts`, "export { Workspace } from '@ws/workspaces/workspace.entity';\n"]],
 };
 

@@ -12,6 +12,7 @@ import { CastingModule } from '@ws/casting';
 import { LicensingModule } from '@ws/licensing';
 import { RecordingsModule } from '@ws/recordings';
 import { UsersModule } from '@ws/users';
+import { ImagesModule } from '@ws/images';
 import { WorkspacesModule } from '@ws/workspaces';
 import { ZonesModule } from '@ws/zones';
 import { EgressModule } from '@ws/egress';
@@ -36,15 +37,24 @@ import { WorkspaceFilesController } from './client/workspace-files.controller';
 import { FilesModule } from '@ws/files';
 import { UsersController } from './public-api/users.controller';
 import { WorkspaceStreamsController } from './public-api/workspace-streams.controller';
+import { WebhooksController } from './public-api/webhooks.controller';
 import { WorkspacesController } from './public-api/workspaces.controller';
+import { WebhooksModule } from '@ws/webhooks';
+
+/** Every controller of the api (the OpenAPI document is generated from these: apps/api/src/openapi). */
+export const API_CONTROLLERS = [
+  UsersController, GroupsController, SessionTokensController, WorkspacesController, WorkspaceStreamsController, ImagesController, RecordingsController,
+  StagingController, CastingController, LicensingController, EgressController, WebhooksController, ClientLoginController, ClientSessionController,
+  ClientConnectController, ClientCastController, WorkspaceFilesController, HealthController,
+];
 
 @Module({})
 export class AppModule {
   static forRoot(overrides: Partial<AppConfig> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, WorkspacesModule, ServerSessionsModule, ZonesModule, ServersModule, GatewayModule, StagingModule, CastingModule, StorageApiModule, RecordingsModule, LicensingModule, EgressModule, FilesModule],
-      controllers: [UsersController, GroupsController, SessionTokensController, WorkspacesController, WorkspaceStreamsController, ImagesController, RecordingsController, StagingController, CastingController, LicensingController, EgressController, ClientLoginController, ClientSessionController, ClientConnectController, ClientCastController, WorkspaceFilesController, HealthController],
+      imports: [ConfigModule.forRoot(overrides), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, ImagesModule, WorkspacesModule, ServerSessionsModule, ZonesModule, ServersModule, GatewayModule, StagingModule, CastingModule, StorageApiModule, RecordingsModule, LicensingModule, EgressModule, FilesModule, WebhooksModule],
+      controllers: API_CONTROLLERS,
       providers: [
         { provide: APP_GUARD, useClass: OperationGuard },
         { provide: APP_FILTER, useClass: ApiExceptionFilter },

@@ -7,6 +7,7 @@ import { LicensingModule } from '@ws/licensing';
 import { QueueModule } from '@ws/queue';
 import { ServersModule } from '@ws/servers';
 import { SettingsModule } from '@ws/settings';
+import { WebhooksModule } from '@ws/webhooks';
 import { WorkspacesModule } from '@ws/workspaces';
 import { ZonesModule } from '@ws/zones';
 
@@ -14,6 +15,6 @@ import { ZonesModule } from '@ws/zones';
 @Module({})
 export class CliModule {
   static forRoot(): DynamicModule {
-    return { module: CliModule, imports: [ConfigModule.forRoot(), DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule, ZonesModule, ServersModule, LicensingModule, EgressModule] };
+    return { module: CliModule, imports: [ConfigModule.forRoot(), DatabaseModule, SettingsModule, AuthModule, QueueModule, WorkspacesModule, ZonesModule, ServersModule, LicensingModule, EgressModule, WebhooksModule] };
   }
 }

@@ -9,7 +9,8 @@ import { SessionRecording } from '@ws/recordings';
 import { Server } from '@ws/servers';
 import { Setting } from '@ws/settings';
 import { StagingConfig } from '@ws/staging';
-import { LoginLink, SessionToken, User, UserAttributes } from '@ws/users';
+import { LoginLink, SessionToken, User, UserAttributes, UserEvent } from '@ws/users';
+import { Webhook, WebhookAttempt, WebhookFeedCursor, WebhookMessage } from '@ws/webhooks';
 import { Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery } from '@ws/workspaces';
 import { Zone } from '@ws/zones';
 
@@ -20,4 +21,5 @@ import { Zone } from '@ws/zones';
 export const ALL_ENTITIES = [
   ApiKey, IdempotencyKey, Setting, User, UserAttributes, SessionToken, LoginLink, Group, UserGroup, Zone, Server, Image, ImageAttribute, ServerTargetRecord, Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, StagingConfig, CastConfig, SessionRecording, PersistentProfile, License,
   EgressProvider, EgressGateway, EgressCredential, EgressCredentialGateway, EgressConnection,
+  UserEvent, Webhook, WebhookMessage, WebhookAttempt, WebhookFeedCursor,
 ];

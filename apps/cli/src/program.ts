@@ -6,6 +6,7 @@ import { registerImageCommands } from './commands/image.command';
 import { registerInfrastructureCommands } from './commands/infrastructure.command';
 import { registerLicenseCommands } from './commands/license.command';
 import { registerSettingsCommands } from './commands/settings.command';
+import { registerWebhookCommands } from './commands/webhook.command';
 
 /** The operator's command tree (main.ts runs it; tests drive it in-process). */
 export function buildProgram(): Command {
@@ -18,5 +19,6 @@ export function buildProgram(): Command {
   registerGroupCommands(program);
   registerLicenseCommands(program);
   registerEgressCommands(program);
+  registerWebhookCommands(program);
   return program;
 }

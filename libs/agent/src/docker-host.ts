@@ -75,6 +75,8 @@ export interface WorkspaceContainerSpec {
   securityOpt?: string[];
   /** From the image's volume_mappings, templates filled in. */
   mounts?: Array<{ kind: 'bind' | 'volume'; source: string; target: string; readOnly: boolean }>;
+  /** Docker's health check (Config.Healthcheck): a command run in the container; inspect's `health` reads its verdict. */
+  healthcheck?: { cmd: string[]; intervalMs: number; timeoutMs: number; retries: number; startPeriodMs: number } | null;
 }
 
 export interface CreatedContainer {
@@ -100,6 +102,8 @@ export interface ContainerState {
   oomKilled: boolean;
   error: string | null;
   labels: Record<string, string>;
+  /** Docker's health (State.Health.Status) of a container with a health check: starting, healthy, unhealthy; else null. */
+  health: string | null;
 }
 
 export interface ContainerSummary {
@@ -464,6 +468,12 @@ export class DockerHost {
       ...(spec.user ? { User: spec.user } : {}),
       ...(spec.cmd?.length ? { Cmd: spec.cmd } : {}),
       ...(spec.hostname && !joined ? { Hostname: spec.hostname } : {}),
+      ...(spec.healthcheck ? {
+        Healthcheck: {
+          Test: ['CMD', ...spec.healthcheck.cmd], Interval: spec.healthcheck.intervalMs * 1e6, Timeout: spec.healthcheck.timeoutMs * 1e6,
+          Retries: spec.healthcheck.retries, StartPeriod: spec.healthcheck.startPeriodMs * 1e6,
+        },
+      } : {}),
       HostConfig: {
         ...(spec.cpuAllocation === 'Shares' ? { CpuShares: Math.max(2, Math.round(spec.cores * 1024)) } : { NanoCpus: Math.round(spec.cores * 1e9) }),
         Memory: spec.memoryBytes,
@@ -588,6 +598,7 @@ export class DockerHost {
       oomKilled: Boolean(state.OOMKilled),
       error: state.Error || null,
       labels,
+      health: (state as { Health?: { Status?: string } }).Health?.Status || null,
     };
   }
 

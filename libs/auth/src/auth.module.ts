@@ -8,11 +8,12 @@ import { AuthRateLimiter, LimitFailedAuth } from './auth-rate-limiter';
 import { IdempotencyKey } from './idempotency/idempotency-key.entity';
 import { IdempotencyKeys } from './idempotency/idempotency-keys';
 import { JwtSigner } from './jwt-signer';
+import { OperatorAuthenticator } from './operator-authenticator';
 
 @Global()
 @Module({
   imports: [TypeOrmModule.forFeature([ApiKey, IdempotencyKey])],
-  providers: [ApiKeysService, ApiKeyAuthenticator, AccessService, JwtSigner, AuthRateLimiter, LimitFailedAuth, IdempotencyKeys],
-  exports: [ApiKeysService, ApiKeyAuthenticator, AccessService, JwtSigner, AuthRateLimiter, LimitFailedAuth, IdempotencyKeys],
+  providers: [ApiKeysService, ApiKeyAuthenticator, AccessService, JwtSigner, AuthRateLimiter, LimitFailedAuth, IdempotencyKeys, OperatorAuthenticator],
+  exports: [ApiKeysService, ApiKeyAuthenticator, AccessService, JwtSigner, AuthRateLimiter, LimitFailedAuth, IdempotencyKeys, OperatorAuthenticator],
 })
 export class AuthModule {}

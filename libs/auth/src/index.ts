@@ -14,6 +14,8 @@ export { JwtSigner } from './jwt-signer';
 export type { SessionClaims } from './jwt-signer';
 export { CurrentCaller, OPERATION_KEY, Operation, PublicRoute } from './operation.decorator';
 export { OperationGuard } from './operation.guard';
+export { OperatorAuthenticator } from './operator-authenticator';
+export type { OperatorRequest } from './operator-authenticator';
 export { OPERATIONS } from './operations';
 export type { OperationName } from './operations';
 export { closure } from './permissions';

@@ -9,7 +9,7 @@ import { OPERATION_KEY, PUBLIC_ROUTE_KEY } from './operation.decorator';
 import { OperationName, OPERATIONS } from './operations';
 import { missingPermissions } from './permissions';
 
-interface RequestLike {
+export interface RequestLike {
   /** The client's address (Fastify's, by TRUSTED_PROXIES). */
   ip?: string;
   body?: unknown;
@@ -45,24 +45,29 @@ export class OperationGuard implements CanActivate {
     return true;
   }
 
-  /**
-   * A blocked address or key gets 429 before any work. A key held in memory (the usual case) is checked
-   * without a Redis round trip; one that would cost a query first asks Redis whether another replica blocked
-   * it. Every 401 is counted against the address, and against the key when the key exists.
-   */
-  private async authenticate(request: RequestLike): Promise<Caller> {
-    const address = request.ip ?? '';
-    let apiKey: string | undefined;
-    try {
-      this.limiter.assertNotBlockedHere({ address });
-      const credentials = readCredentials(request);
-      apiKey = credentials.apiKey;
-      this.limiter.assertNotBlockedHere({ address, apiKey });
-      if (!this.authenticator.isCached(apiKey)) await this.limiter.assertNotBlocked({ address, apiKey });
-      return await this.authenticator.authenticate(apiKey, credentials.secret);
-    } catch (err) {
-      throw await this.limiter.failed(err, { address, apiKey: err instanceof KeyAuthenticationError && err.keyExists ? apiKey : undefined });
-    }
+  private authenticate(request: RequestLike): Promise<Caller> {
+    return authenticateKey(this.authenticator, this.limiter, request);
+  }
+}
+
+/**
+ * A blocked address or key gets 429 before any work. A key held in memory (the usual case) is checked
+ * without a Redis round trip; one that would cost a query first asks Redis whether another replica blocked
+ * it. Every 401 is counted against the address, and against the key when the key exists. The guard's, and
+ * the operator's routes outside Nest (OperatorAuthenticator).
+ */
+export async function authenticateKey(authenticator: ApiKeyAuthenticator, limiter: AuthRateLimiter, request: RequestLike): Promise<Caller> {
+  const address = request.ip ?? '';
+  let apiKey: string | undefined;
+  try {
+    limiter.assertNotBlockedHere({ address });
+    const credentials = readCredentials(request);
+    apiKey = credentials.apiKey;
+    limiter.assertNotBlockedHere({ address, apiKey });
+    if (!authenticator.isCached(apiKey)) await limiter.assertNotBlocked({ address, apiKey });
+    return await authenticator.authenticate(apiKey, credentials.secret);
+  } catch (err) {
+    throw await limiter.failed(err, { address, apiKey: err instanceof KeyAuthenticationError && err.keyExists ? apiKey : undefined });
   }
 }
 

@@ -73,6 +73,13 @@ export const OPERATIONS = {
   // Egress
   update_egress_credential: { permissions: ['Egress Credentials Modify', 'Egress Providers Modify'], writes: true, idempotent: true },
   delete_egress_provider_mapping: { permissions: ['Egress Credentials Delete', 'Egress Providers Modify'], writes: true },
+  // Webhooks
+  create_webhook: { permissions: ['Webhooks Modify'], writes: true, idempotent: true },
+  get_webhooks: { permissions: ['Webhooks View'], writes: false },
+  update_webhook: { permissions: ['Webhooks Modify'], writes: true },
+  delete_webhook: { permissions: ['Webhooks Modify'], writes: true },
+  rotate_webhook_secret: { permissions: ['Webhooks Modify'], writes: true },
+  get_webhook_deliveries: { permissions: ['Webhooks View'], writes: false },
 } as const satisfies Record<string, OperationSpec>;
 
 export type OperationName = keyof typeof OPERATIONS;

@@ -99,3 +99,17 @@ describe('missingPermissions and unmetDependencies', () => {
     expect(unmetDependencies(['Global Admin'])).toEqual([]);
   });
 });
+
+describe('Queues Admin (the queue dashboard, issue 23)', () => {
+  it('is in the catalog, needs nothing else, and Global Admin holds it', () => {
+    expect(isPermission('Queues Admin')).toBe(true);
+    expect([...closure(['Queues Admin'])]).toEqual(['Queues Admin']);
+    expect(unmetDependencies(['Queues Admin'])).toEqual([]);
+    expect(missingPermissions(held('Global Admin'), ['Queues Admin'])).toEqual([]);
+    expect(missingPermissions(held('System View'), ['Queues Admin'])).toEqual(['Queues Admin']);
+  });
+
+  it('no operation needs it', () => {
+    for (const spec of Object.values(OPERATIONS)) expect(closure(spec.permissions)).not.toContain('Queues Admin');
+  });
+});

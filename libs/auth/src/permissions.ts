@@ -28,6 +28,7 @@ export const PERMISSION_TABLE = {
   'Egress Providers': CRUD,
   'Egress Gateways': CRUD,
   'Egress Credentials': CRUD,
+  Webhooks: ['View', 'Modify'],
   Banners: CRUD,
   'Directory User Management': CRUD,
   Auth: CRUD,
@@ -45,6 +46,8 @@ export const PERMISSION_TABLE = {
   Reports: ['View'],
   // Not in the spec's table, but its rule 2 names it ("Permissions View needs Groups View").
   Permissions: ['View'],
+  // Not in the spec's table: the operator's queue dashboard (/admin/queues, issue 23). Needs nothing else.
+  Queues: ['Admin'],
 } as const;
 
 type Table = typeof PERMISSION_TABLE;

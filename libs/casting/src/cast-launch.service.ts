@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { DataSource } from 'typeorm';
-import { ApiError, AppConfig, ErrorCode, parseId, toWireId } from '@ws/common';
+import { ApiError, AppConfig, dependencyOutage, ErrorCode, parseId, RETRY_AFTER_SECONDS, toWireId } from '@ws/common';
 import { GroupsService } from '@ws/groups';
 import { Entitlements } from '@ws/licensing';
 import { RedisConnections } from '@ws/queue';
@@ -96,8 +96,20 @@ export class CastLaunch {
     };
   }
 
+  /**
+   * Every refusal of a link that exists carries its error_url: the link's own rules, the license, the launch
+   * pipeline, and outages (the captcha verifier, Redis during the address limit, PostgreSQL) alike.
+   */
   async launch(body: CastLaunchRequest, visitor: CastVisitor): Promise<CastLaunchAnswer> {
     const config = await this.findLink(body.key);
+    try {
+      return await this.launchLink(config, body, visitor);
+    } catch (err) {
+      throw withErrorUrl(err, config.errorUrl);
+    }
+  }
+
+  private async launchLink(config: CastConfig, body: CastLaunchRequest, visitor: CastVisitor): Promise<CastLaunchAnswer> {
     const refuse = (reason: CastRefusal, message: string, retryAfterSeconds?: number) => castRefused(reason, message, config.errorUrl, retryAfterSeconds);
     await this.entitlements.assertFeature('session_casting', 'Session casting').catch((err: unknown) => {
       throw withErrorUrl(err, config.errorUrl, 'not_licensed');
@@ -111,7 +123,7 @@ export class CastLaunch {
     if (session === 'not_a_login' && !config.allowAnonymous) throw refuse('login_required', 'A workspace or sharing link is not a login; log in to open this link');
     const loggedIn = typeof session === 'object' ? session : null;
     if (!loggedIn && !config.allowAnonymous) throw refuse('login_required', 'Log in to open this link');
-    if (this.needsCaptcha(config) && !loggedIn) await this.verifyCaptcha(body.recaptcha_token, visitor.address, refuse);
+    if (this.needsCaptcha(config) && !loggedIn) await this.verifyCaptcha(body.recaptcha_token, visitor.address, refuse, config.errorUrl);
     if (body.container_network !== undefined) this.checkNetwork(config, body.container_network, refuse);
     if (loggedIn && config.allowResume) {
       const resumed = await this.resume(config, loggedIn);
@@ -173,7 +185,7 @@ export class CastLaunch {
     return user;
   }
 
-  private async verifyCaptcha(token: string | undefined, address: string, refuse: (r: CastRefusal, m: string) => ApiError): Promise<void> {
+  private async verifyCaptcha(token: string | undefined, address: string, refuse: (r: CastRefusal, m: string) => ApiError, errorUrl: string | null): Promise<void> {
     if (!token) throw refuse('captcha_required', 'Solve the captcha to open this link');
     const secret = await this.settings.get<string>('recaptcha_private_key');
     if (!secret) throw refuse('captcha_failed', 'The captcha is not configured on this service (recaptcha_private_key)');
@@ -185,7 +197,7 @@ export class CastLaunch {
       success = res.ok && ((await res.json()) as { success?: unknown }).success === true;
     } catch (err) {
       this.logger.warn(`captcha verify failed: ${(err as Error).message}`);
-      throw new ApiError(ErrorCode.Unavailable, 'The captcha could not be verified right now; try again', { error_url: null, reason: 'captcha_failed' });
+      throw new ApiError(ErrorCode.Unavailable, 'The captcha could not be verified right now; try again', { error_url: errorUrl, reason: 'captcha_failed' }, { retryAfterSeconds: RETRY_AFTER_SECONDS });
     }
     if (!success) throw refuse('captcha_failed', 'The captcha was not solved');
   }
@@ -252,12 +264,31 @@ export class CastLaunch {
 }
 
 /**
- * A refusal from outside the link's rules (the license, the launch pipeline) with the link's error_url, as the
- * browser client needs it to send the visitor on; its status and message stay. Anything else passes unchanged.
+ * A refusal from outside the link's rules (the license, the launch pipeline, an outage) with the link's error_url,
+ * as the browser client needs it to send the visitor on; its status and message stay. A PostgreSQL or Redis
+ * outage becomes the 503 the exception filter would answer, with the error_url. An unexpected error (a bug: 500
+ * with an error id) passes unchanged.
  */
-function withErrorUrl(err: unknown, errorUrl: string | null, reason: string): unknown {
-  if (!(err instanceof ApiError) || 'error_url' in err.details) return err;
-  return new ApiError(err.code, err.message, { ...err.details, error_url: errorUrl, reason }, { retryAfterSeconds: err.retryAfterSeconds });
+function withErrorUrl(err: unknown, errorUrl: string | null, reason?: string): unknown {
+  if (err instanceof ApiError) {
+    if ('error_url' in err.details) return err;
+    return new ApiError(err.code, err.message, { ...err.details, error_url: errorUrl, reason: reason ?? reasonOf(err.code) }, { retryAfterSeconds: err.retryAfterSeconds });
+  }
+  const dependency = dependencyOutage(err);
+  if (!dependency) return err;
+  return new ApiError(ErrorCode.Unavailable, `${dependency} is unavailable; retry later`, { error_url: errorUrl, reason: 'unavailable' }, { retryAfterSeconds: RETRY_AFTER_SECONDS });
+}
+
+/** The reason named for a refusal that is not one of the link's own rules. */
+function reasonOf(code: ErrorCode): string {
+  switch (code) {
+    case ErrorCode.Unavailable:
+      return 'unavailable';
+    case ErrorCode.Conflict:
+      return 'session_limit_reached';
+    default:
+      return 'launch_refused';
+  }
 }
 
 /** The client settings a config with enforce_client_settings puts on its sessions. */

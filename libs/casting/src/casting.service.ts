@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, QueryFailedError } from 'typeorm';
+import { DataSource, In, QueryFailedError } from 'typeorm';
 import { ApiError, ErrorCode, newId, parseId, randomSecret } from '@ws/common';
+import { creationOrder, KeysetList, listPage, PageAnswer, PageRequest } from '@ws/database';
 import { DEFAULT_CLIENT_SETTINGS, Group } from '@ws/groups';
 import { Image } from '@ws/images';
 import { Entitlements } from '@ws/licensing';
@@ -9,6 +10,7 @@ import type { CastConfigChanges, NewCastConfig } from './dto/cast-config.request
 import { CAST_FLAG_NAMES, CAST_FLAGS, CastConfig, CastFlag } from './cast-config.entity';
 
 const UNIQUE_VIOLATION = '23505';
+const CAST_CONFIGS_LIST: KeysetList = { name: 'cast_configs', from: 'cast_configs c', keys: creationOrder('c') };
 /** Defaults of a config's numbers when create omits them (docs/decisions.md, Casting). */
 export const CAST_DEFAULTS = { sessionRemaining: 0, ipRequestLimit: 10, ipRequestSeconds: 60 };
 
@@ -38,8 +40,12 @@ export class CastingService {
     private readonly entitlements: Entitlements,
   ) {}
 
-  list(): Promise<CastConfig[]> {
-    return this.db.getRepository(CastConfig).find({ relations: { image: true, group: true }, order: { createdAt: 'ASC' } });
+  /** get_cast_configs: every config in creation order, or one page of them (`limit`, `cursor`). */
+  list(request: PageRequest = {}): Promise<{ rows: CastConfig[]; paging: PageAnswer }> {
+    const configs = this.db.getRepository(CastConfig);
+    return listPage(this.db, CAST_CONFIGS_LIST, request,
+      () => configs.find({ relations: { image: true, group: true }, order: { createdAt: 'ASC', id: 'ASC' } }),
+      (ids) => configs.find({ where: { id: In(ids) }, relations: { image: true, group: true } }));
   }
 
   async get(castConfigId: string): Promise<CastConfig> {

@@ -22,6 +22,8 @@ export class AppConfig {
   @Matches(/^https?:\/\/[^/\s]+$/, { message: 'must be an http(s) origin without a trailing slash' })
   PUBLIC_BASE_URL = 'http://127.0.0.1:8080';
   @Transform(toInt) @IsInt() @Min(1024) @Max(64 * 1024 * 1024) MAX_BODY_BYTES = 1024 * 1024;
+  /** The queue dashboard at /admin/queues (API keys holding Queues Admin, by HTTP Basic); false: not served at all. */
+  @Transform(toBool) @IsBoolean() QUEUE_DASHBOARD = true;
 
   @IsString() DATABASE_HOST = '127.0.0.1';
   @Transform(toInt) @IsInt() @Min(1) @Max(65535) DATABASE_PORT = 5432;
@@ -128,6 +130,18 @@ export class AppConfig {
    */
   @ValidateBy({ name: 'isAddressList', validator: { validate: isAddressList, defaultMessage: () => 'must be comma-separated IP addresses or CIDRs' } })
   SERVER_TARGETS_ALLOW = '';
+  /**
+   * Webhook receivers (issue 22) on loopback, private and link-local addresses: refused unless true, at
+   * create_webhook/update_webhook and again at each delivery after the name is resolved. Cloud metadata, unspecified,
+   * multicast and reserved addresses are refused either way.
+   */
+  @Transform(toBool) @IsBoolean() WEBHOOK_ALLOW_PRIVATE_ADDRESSES = false;
+  /** First retry delay of a failed webhook delivery, ms; each further retry waits 4 times longer, at most 6 hours. */
+  @Transform(toInt) @IsInt() @Min(10) @Max(3_600_000) WEBHOOK_RETRY_BASE_MS = 5000;
+  /** Delivery attempts of one message before it is given up (11 with the defaults: about 25 hours). */
+  @Transform(toInt) @IsInt() @Min(1) @Max(50) WEBHOOK_MAX_ATTEMPTS = 11;
+  /** Worker: webhook endpoints served at once by one worker process (each endpoint is served by one worker at a time). */
+  @Transform(toInt) @IsInt() @Min(1) @Max(1000) WEBHOOK_CONCURRENCY = 32;
   /** How long a credential from get_rdp_client_connection_info admits a new connection to the workspace's RDP relay. */
   @Transform(toInt) @IsInt() @Min(30) @Max(86_400) RDP_CLIENT_CREDENTIAL_TTL_SECONDS = 300;
   /** S3-compatible endpoint for s3:// urls (http(s)://host[:port]); empty: AWS's own endpoint for S3_REGION. */

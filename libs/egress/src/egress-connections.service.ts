@@ -15,7 +15,7 @@ export interface EgressReservationRequest {
   gatewayId: string;
 }
 
-/** What the container needs to join the gateway: the credential in clear, the gateway and its provider. */
+/** What the container needs to join the gateway: the credential (secrets sealed as stored from `reserve`; in clear after EgressSecrets.reveal), the gateway and its provider. */
 export interface EgressReservation {
   credential: EgressCredential;
   gateway: EgressGateway;
@@ -84,8 +84,8 @@ export class EgressConnections {
 }
 
 /**
- * The environment a workspace container gets for its egress (a proposal for the launch step): the container's
- * egress script reads EGRESS_PROVIDER_TYPE and joins EGRESS_GATEWAY_ENDPOINT with the matching secret.
+ * The environment a workspace container gets for its egress: what it joined (provider, gateway). The secret of a
+ * provider type that runs in a sidecar (all four today) is the sidecar's only (egress-sidecar-config.ts).
  */
 export function egressEnvironment(reservation: EgressReservation): Record<string, string> {
   const { credential: c, gateway: g, provider: p } = reservation;

@@ -8,6 +8,7 @@ import { Image } from '@ws/images';
 import { User } from '@ws/users';
 import type { EgressCredentialChanges, EgressCredentialRef } from './dto/egress.requests';
 import { EgressConnection, EgressCredential, EgressCredentialGateway, EgressGateway, EgressProvider, EgressProviderType } from './egress.entities';
+import { EgressSecrets } from './egress-secrets';
 import { EgressCredentialView, loadCredentialViews } from './egress-views';
 
 const FIELD = 'target_egress_credential';
@@ -43,10 +44,16 @@ export class EgressCredentials {
     @InjectDataSource() private readonly db: DataSource,
     private readonly access: AccessService,
     private readonly groups: GroupsService,
+    private readonly secrets: EgressSecrets,
   ) {}
 
   list(): Promise<EgressCredentialView[]> {
     return loadCredentialViews(this.db.manager);
+  }
+
+  /** The view with its secrets in clear (the operator CLI's --show-secrets only); throws when one does not decrypt. */
+  reveal(view: EgressCredentialView): EgressCredentialView {
+    return { ...view, credential: this.secrets.reveal(view.credential) };
   }
 
   /** Creates the credential when `egress_credential_id` is absent, else changes it; answers it as stored. */
@@ -63,11 +70,11 @@ export class EgressCredentials {
       const name = changes.name ?? existing?.name;
       if (name === undefined) throw invalid(`${FIELD}.name is required`);
       const limit = this.resolveLimit(changes, existing);
-      const secrets = this.resolveSecrets(changes, existing, provider);
+      const id = existing?.id ?? newId();
+      const secrets = this.resolveSecrets(id, changes, existing, provider);
       const allowAllGateways = changes.allow_all_gateways ?? existing?.allowAllGateways ?? false;
       const selected = await this.resolveSelectedGateways(tx, changes, existing, provider, allowAllGateways);
 
-      const id = existing?.id ?? newId();
       const row: Omit<EgressCredential, 'createdAt' | 'updatedAt'> = {
         id, name, providerId: provider.id, enabled: changes.enabled ?? existing?.enabled ?? true, ...secrets,
         userId: owner.kind === 'user' ? owner.user.id : null, groupId: owner.kind === 'group' ? owner.group.id : null, imageId: owner.kind === 'image' ? owner.image.id : null,
@@ -183,7 +190,8 @@ export class EgressCredentials {
   }
 
   private resolveLimit(changes: EgressCredentialChanges, existing: EgressCredential | null): { enabled: boolean; value: number | null } {
-    const limit = changes.active_connection_limit ?? undefined;
+    // 0 is what an answer carries when no limit is stored (the field is an integer): as absent as null.
+    const limit = changes.active_connection_limit === 0 ? undefined : changes.active_connection_limit ?? undefined;
     const alias = changes.active_connections ?? undefined;
     if (limit !== undefined && alias !== undefined && limit !== alias) {
       throw invalid(`${FIELD}.active_connection_limit and ${FIELD}.active_connections name the same limit and differ (${limit}, ${alias})`);
@@ -196,8 +204,11 @@ export class EgressCredentials {
     return { enabled, value };
   }
 
-  /** username and the secrets after the change; the ones the provider type needs must be non-empty. */
-  private resolveSecrets(changes: EgressCredentialChanges, existing: EgressCredential | null, provider: EgressProvider): Record<SecretProperty, string | null> {
+  /**
+   * username and the secrets after the change, as stored: a new secret sealed (EgressSecrets), a kept one as it is
+   * stored, an empty one as null (unset). The ones the provider type needs must be non-empty.
+   */
+  private resolveSecrets(id: string, changes: EgressCredentialChanges, existing: EgressCredential | null, provider: EgressProvider): Record<SecretProperty, string | null> {
     const result: Record<SecretProperty, string | null> = {
       username: changes.username !== undefined ? changes.username : existing?.username ?? null,
       password: null, vpnPrivateKey: null, meshKey: null, customCredential: null,
@@ -208,8 +219,10 @@ export class EgressCredentials {
       if (typeof value === 'string' && MASKED.test(value)) {
         if (kept === null) throw invalid(`${FIELD}.${wire} is only asterisks (a masked value) and none is stored: send the secret itself`);
         result[property] = kept;
+      } else if (value === undefined) {
+        result[property] = kept;
       } else {
-        result[property] = value === undefined ? kept : value;
+        result[property] = value === null || value === '' ? null : this.secrets.seal(id, property, value);
       }
     }
     const missing = REQUIRED_CREDENTIAL_FIELDS[provider.type].filter((wire) => !result[PROPERTY_OF[wire]]);

@@ -1,9 +1,10 @@
 import { Module } from '@nestjs/common';
+import { AgentModule } from '@ws/agent';
 import { WorkspacesModule } from '@ws/workspaces';
 import { WorkspaceFiles } from './workspace-files.service';
 
 @Module({
-  imports: [WorkspacesModule],
+  imports: [WorkspacesModule, AgentModule],
   providers: [WorkspaceFiles],
   exports: [WorkspaceFiles],
 })

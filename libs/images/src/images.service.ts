@@ -1,13 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, QueryFailedError, Repository } from 'typeorm';
+import { DataSource, In, QueryFailedError, Repository } from 'typeorm';
 import { addressList, ApiError, AppConfig, ErrorCode, newId, parseId } from '@ws/common';
-import { findByRef } from '@ws/database';
+import { creationOrder, findByRef, KeysetList, listPage, PageAnswer, PageRequest } from '@ws/database';
 import { ExecConfig, Image, ImageAttribute } from './image.entity';
 import { checkImageLaunchSettings, checkImagePermissions } from './image-settings';
 
 /** PostgreSQL: a row still refers to the one being deleted (workspaces keep their image, ON DELETE RESTRICT). */
 const FOREIGN_KEY_VIOLATION = '23503';
+const IMAGES_LIST: KeysetList = { name: 'images', from: 'images i', keys: creationOrder('i') };
 
 export interface ImageDefinition {
   name: string;
@@ -68,6 +69,11 @@ export class ImagesService {
 
   list(): Promise<Image[]> {
     return this.images.find({ relations: { attributes: true }, order: { friendlyName: 'ASC' } });
+  }
+
+  /** get_images: the whole catalog by name, or one page of it in creation order (`limit`, `cursor`; decisions). */
+  listPaged(request: PageRequest): Promise<{ rows: Image[]; paging: PageAnswer }> {
+    return listPage(this.db, IMAGES_LIST, request, () => this.list(), (ids) => this.images.find({ where: { id: In(ids) }, relations: { attributes: true } }));
   }
 
   async find(imageId: string): Promise<Image> {

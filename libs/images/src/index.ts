@@ -10,3 +10,4 @@ export { ServerTargetRecord } from './server-target.entity';
 export { checkServerTarget, checkTargetHost, resolveConnection, sessionModeOf } from './server-target';
 export type { RdpClientType, ServerProtocol, ServerSessionMode } from './server-target';
 export { TargetAddressPolicy } from './target-address';
+export type { AddressKind, TargetCheck, TargetWording } from './target-address';

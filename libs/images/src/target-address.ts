@@ -116,10 +116,26 @@ export type TargetCheck = { allowed: true; address: string } | { allowed: false;
 /** How long a name may take to resolve at request time: past it the request goes on, and the worker checks again. */
 const LOOKUP_TIMEOUT_MS = 5000;
 
+/**
+ * How refusals read for a caller other than server images (webhook receivers): what a target is called, and how
+ * the operator allows a refused kind.
+ */
+export interface TargetWording {
+  subject: string;
+  allowance: (kind: AddressKind) => string;
+}
+
+const SERVER_TARGET_WORDING: TargetWording = {
+  subject: 'server target',
+  allowance: (kind) => kind === 'private'
+    ? 'the operator allows private targets with SERVER_TARGETS_ALLOW_PRIVATE=true or SERVER_TARGETS_ALLOW'
+    : 'the operator allows such targets only by listing them in SERVER_TARGETS_ALLOW',
+};
+
 export class TargetAddressPolicy {
   private readonly allowList: Cidr[];
 
-  constructor(private readonly settings: TargetAddressSettings) {
+  constructor(private readonly settings: TargetAddressSettings, private readonly wording: TargetWording = SERVER_TARGET_WORDING) {
     this.allowList = settings.SERVER_TARGETS_ALLOW.split(',').map((entry) => entry.trim()).filter(Boolean).map(parseCidr);
   }
 
@@ -129,7 +145,7 @@ export class TargetAddressPolicy {
     const bytes = parseIp(ip) as Uint8Array;
     const stands = effective(bytes);
     const allowed = !NEVER.has(kind) && (kind === 'public' || (kind === 'private' && this.settings.SERVER_TARGETS_ALLOW_PRIVATE) || this.allowList.some((cidr) => inCidr(stands, cidr)));
-    if (!allowed) return { allowed: false, reason: `${KIND_TEXT[kind]}${NEVER.has(kind) ? ', which is never a server target' : `; ${this.allowance(kind)}`}` };
+    if (!allowed) return { allowed: false, reason: `${KIND_TEXT[kind]}${NEVER.has(kind) ? `, which is never a ${this.wording.subject}` : `; ${this.wording.allowance(kind)}`}` };
     // An IPv4-mapped address is connected to as the IPv4 address it stands for.
     return { allowed: true, address: inCidr(bytes, IPV4_MAPPED) ? stands.join('.') : ip };
   }
@@ -141,7 +157,7 @@ export class TargetAddressPolicy {
   checkLiteral(host: string): TargetCheck | null {
     const name = host.toLowerCase().replace(/\.$/, '');
     if (LOCALHOST.test(name)) return this.checkAddress('127.0.0.1');
-    if (METADATA_NAMES.test(name)) return { allowed: false, reason: `${KIND_TEXT.metadata}, which is never a server target` };
+    if (METADATA_NAMES.test(name)) return { allowed: false, reason: `${KIND_TEXT.metadata}, which is never a ${this.wording.subject}` };
     return isIP(host) ? this.checkAddress(host) : null;
   }
 
@@ -171,10 +187,5 @@ export class TargetAddressPolicy {
     const checks = addresses.map(({ address }) => this.checkAddress(address));
     const refused = checks.find((check) => !check.allowed);
     return refused ?? checks[0];
-  }
-
-  private allowance(kind: AddressKind): string {
-    if (kind === 'private') return 'the operator allows private targets with SERVER_TARGETS_ALLOW_PRIVATE=true or SERVER_TARGETS_ALLOW';
-    return 'the operator allows such targets only by listing them in SERVER_TARGETS_ALLOW';
   }
 }

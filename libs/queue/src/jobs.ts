@@ -25,11 +25,15 @@ export interface JobPayloads {
   'maintenance.purge-expired-credentials': Record<string, never>;
   'maintenance.reap-expired-workspaces': Record<string, never>;
   'maintenance.reconcile-containers': Record<string, never>;
+  /** Reads the egress sidecars' health of running workspaces into their operational_message (tunnel down / back up). */
+  'maintenance.check-egress-tunnels': Record<string, never>;
   'maintenance.prune-workspace-events': Record<string, never>;
   /** Deletes recordings older than the retention setting; re-enqueues conversions whose job was lost. */
   'maintenance.expire-recordings': Record<string, never>;
   /** Removes Idempotency-Keys older than 24 hours (@ws/auth IdempotencyKeys.expire). */
   'maintenance.expire-idempotency-keys': Record<string, never>;
+  /** Deletes finished webhook messages and delivery attempts past their retention. */
+  'maintenance.prune-webhooks': Record<string, never>;
 }
 export type JobName = keyof JobPayloads;
 
@@ -59,10 +63,13 @@ export const JOBS: { [J in JobName]: JobPolicy } = {
   'maintenance.purge-expired-credentials': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 5 * 60_000 },
   'maintenance.reap-expired-workspaces': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 30_000 },
   'maintenance.reconcile-containers': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 60_000 },
+  // One container inspect per running workspace with a sidecar (bounded per pass); a no-op query without any.
+  'maintenance.check-egress-tunnels': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 10_000 },
   'maintenance.prune-workspace-events': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 60 * 60_000 },
   'maintenance.expire-recordings': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 10 * 60_000 },
   // Keys past 24 hours are no longer replayed whether or not this has run (a new request takes the row over).
   'maintenance.expire-idempotency-keys': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 10 * 60_000 },
+  'maintenance.prune-webhooks': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 60 * 60_000 },
 };
 
 /** Which queue each job runs on. */

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AgentModule } from '@ws/agent';
 import { ImagesModule } from '@ws/images';
 import { WorkspacesModule } from '@ws/workspaces';
 import { BridgeStrategy } from './bridge.strategy';
@@ -13,7 +14,7 @@ import { WorkspaceServerSessions } from './workspace-server-sessions.service';
  * discovery; an app that launches (api) or provisions (worker) imports this module.
  */
 @Module({
-  imports: [WorkspacesModule, ImagesModule],
+  imports: [WorkspacesModule, ImagesModule, AgentModule],
   providers: [WorkspaceServerSessions, ServerSessionRuntime, ServerConnectionStep, BridgeStrategy, DirectVncStrategy],
   exports: [WorkspaceServerSessions],
 })

@@ -1,7 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, In } from 'typeorm';
 import { addSeconds, ApiError, ErrorCode, newId, parseId } from '@ws/common';
+import { creationOrder, KeysetList, listPage, PageAnswer, PageRequest } from '@ws/database';
 import { DEFAULT_CLIENT_SETTINGS, EffectiveGroupSettings } from '@ws/groups';
 import { Image } from '@ws/images';
 import { Entitlements } from '@ws/licensing';
@@ -18,6 +19,8 @@ import type { NewStagingConfig, StagingConfigChanges } from './dto/staging.reque
 import { canServeFromStaging, MATCHING_CONFIGS_SQL, mountsPerUser, pickParameters } from './staging-queries';
 import { STAGING_FLAG_NAMES, STAGING_FLAGS, StagingConfig } from './staging-config.entity';
 import { StagingConfigView } from './staging.mappers';
+
+const STAGING_CONFIGS_LIST: KeysetList = { name: 'staging_configs', from: 'staging_configs s', keys: creationOrder('s') };
 
 /** What a launch knows when it may take a staged workspace instead of starting one. */
 export interface StagedClaimInput {
@@ -52,9 +55,13 @@ export class StagingService {
     private readonly entitlements: Entitlements,
   ) {}
 
-  async list(): Promise<StagingConfigView[]> {
-    const configs = await this.db.getRepository(StagingConfig).find({ relations: { zone: true, image: true }, order: { createdAt: 'ASC' } });
-    return this.views(configs);
+  /** get_staging_configs: every config in creation order, or one page of them (`limit`, `cursor`). */
+  async list(request: PageRequest = {}): Promise<{ rows: StagingConfigView[]; paging: PageAnswer }> {
+    const configs = this.db.getRepository(StagingConfig);
+    const relations = { zone: true, image: true } as const;
+    const { rows, paging } = await listPage(this.db, STAGING_CONFIGS_LIST, request,
+      () => configs.find({ relations, order: { createdAt: 'ASC', id: 'ASC' } }), (ids) => configs.find({ where: { id: In(ids) }, relations }));
+    return { rows: await this.views(rows), paging };
   }
 
   async get(stagingConfigId: string): Promise<StagingConfigView> {

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { LessThanOrEqual, MoreThan, Repository } from 'typeorm';
+import { In, LessThanOrEqual, MoreThan, Repository } from 'typeorm';
 import { JwtSigner, SessionClaims } from '@ws/auth';
 import { addSeconds, ApiError, newId, parseId } from '@ws/common';
-import { hydrate, rawQuery, selectColumns } from '@ws/database';
+import { creationOrder, hydrate, listPage, PageAnswer, PageRequest, rawQuery, selectColumns } from '@ws/database';
 import { SettingsService } from '@ws/settings';
 import { LoginLink } from './login-link.entity';
 import { SessionToken } from './session-token.entity';
@@ -52,9 +52,17 @@ export class SessionTokensService {
     return token;
   }
 
-  async list(userId: string): Promise<SessionToken[]> {
+  /**
+   * get_session_tokens: the user's live tokens, all by token date, or one page of them in creation order
+   * (`limit`, `cursor`: a promotion moves a token's date, never its creation).
+   */
+  async list(userId: string, request: PageRequest = {}): Promise<{ rows: SessionToken[]; paging: PageAnswer }> {
     const user = await this.users.find(userId);
-    return this.tokens.find({ where: { userId: user.id, expiresAt: MoreThan(new Date()) }, order: { tokenDate: 'ASC' } });
+    const now = new Date();
+    const list = { name: 'session_tokens', from: 'session_tokens t', keys: creationOrder('t'), where: 't.user_id = $1 AND t.expires_at > $2', params: [user.id, now] };
+    return listPage(this.tokens.manager, list, request,
+      () => this.tokens.find({ where: { userId: user.id, expiresAt: MoreThan(now) }, order: { tokenDate: 'ASC' } }),
+      (ids) => this.tokens.find({ where: { id: In(ids), expiresAt: MoreThan(now) } }));
   }
 
   /** The token with a JWT of its current generation and expiry: reading changes nothing. */

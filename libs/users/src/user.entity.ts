@@ -2,6 +2,8 @@ import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import { CreatedAt, TimestampColumn, UpdatedAt } from '@ws/database';
 
 @Entity('users')
+/** get_users' page order (@ws/database listPage, creationOrder). */
+@Index('ix_users_creation_order', ['createdAt', 'id'])
 export class User {
   @PrimaryColumn('uuid') id!: string;
   @Index({ unique: true }) @Column('text') username!: string;

@@ -6,14 +6,16 @@ import { AccessService, Caller } from '@ws/auth';
 import { ApiError, ErrorCode, newId, parseId } from '@ws/common';
 import { Group, UserGroup, GroupsService } from '@ws/groups';
 import { Image } from '@ws/images';
-import { rawQuery } from '@ws/database';
+import { creationOrder, KeysetList, listPage, PageAnswer, PageRequest, rawQuery } from '@ws/database';
 import type { AttributeChanges, NewUserFields, UserChanges } from './dto/user.requests';
 import type { GroupSummary } from './user.mappers';
 import { UserAttributes } from './user-attributes.entity';
+import { appendUserEvent } from './user-events';
 import { User } from './user.entity';
 
 const BCRYPT_COST = 10;
 const UNIQUE_VIOLATION = '23505';
+const USERS_LIST: KeysetList = { name: 'users', from: 'users u', keys: creationOrder('u') };
 
 /** Users and their attributes: the rules of the Users area (their workspaces are the workspaces library's: UserWorkspaces). */
 @Injectable()
@@ -40,6 +42,7 @@ export class UsersService {
         await tx.insert(UserAttributes, { id: newId(), userId: user.id, defaultImageId: null, autoLoginWorkspace: null, sshPublicKey: null });
         const allUsers = await this.groups.system('all_users', tx);
         await tx.insert(UserGroup, { userId: user.id, groupId: allUsers.id });
+        if (!user.anonymous) await appendUserEvent(tx, user.id, 'created', { username: user.username });
       });
     } catch (err) {
       throw duplicateUsername(err, fields.username);
@@ -89,8 +92,9 @@ export class UsersService {
     return (await this.users.countBy({ id: In(ids), locked: false, disabled: false })) === ids.length;
   }
 
-  list(): Promise<User[]> {
-    return this.users.find({ order: { createdAt: 'ASC', id: 'ASC' } });
+  /** get_users: every user in creation order, or one page of them (`limit`, `cursor`). */
+  list(request: PageRequest = {}): Promise<{ rows: User[]; paging: PageAnswer }> {
+    return listPage(this.db, USERS_LIST, request, () => this.users.find({ order: { createdAt: 'ASC', id: 'ASC' } }), (ids) => this.users.findBy({ id: In(ids) }));
   }
 
   groupsOf(userIds: string[]): Promise<Map<string, Group[]>> {
@@ -127,7 +131,12 @@ export class UsersService {
     }
     if (Object.keys(patch).length > 0) {
       try {
-        await this.users.update({ id: user.id }, patch);
+        await this.db.transaction(async (tx) => {
+          await tx.update(User, { id: user.id }, patch);
+          // The wire names of what changed (never the password itself).
+          const changed = Object.keys(changes).filter((name) => name !== 'user_id' && (changes as unknown as Record<string, unknown>)[name] !== undefined);
+          if (!user.anonymous) await appendUserEvent(tx, user.id, 'updated', { username: patch.username ?? user.username, changed });
+        });
       } catch (err) {
         throw duplicateUsername(err, changes.username ?? user.username);
       }
@@ -172,8 +181,13 @@ export class UsersService {
    * database refuses a user who still owns a live workspace (trigger, SQLSTATE WSL01): the workspaces library
    * ends those first (UserDeletion) and reads that refusal.
    */
-  async remove(id: string, manager: EntityManager = this.db.manager): Promise<void> {
-    await manager.delete(User, { id });
+  async remove(id: string, manager?: EntityManager): Promise<void> {
+    const run = async (tx: EntityManager) => {
+      const [rows] = (await tx.query('DELETE FROM users WHERE id = $1 RETURNING username, anonymous', [id])) as [Array<{ username: string; anonymous: boolean }>, number];
+      const [gone] = rows;
+      if (gone && !gone.anonymous) await appendUserEvent(tx, id, 'deleted', { username: gone.username });
+    };
+    await (manager ? run(manager) : this.db.transaction(run));
   }
 
   /** Deletes those of these users that are anonymous (never a named one); answers how many went. */

@@ -35,11 +35,12 @@ import { WorkspaceProfiles } from './profiles/workspace-profiles.service';
 import { ProfilesModule } from '@ws/profiles';
 import { EgressModule } from '@ws/egress';
 import { EgressSidecars } from './egress/egress-sidecars';
+import { EgressTunnelHealth } from './egress/egress-tunnel-health';
 import { WorkspaceEgress } from './egress/workspace-egress.service';
 
 @Module({
   imports: [TypeOrmModule.forFeature([Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, Server, Zone, SessionToken]), DiscoveryModule, UsersModule, ImagesModule, ServersModule, AgentModule, ProfilesModule, EgressModule],
-  providers: [ServerRetirement, UserWorkspaces, WorkspaceEgress, EgressSidecars, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, LaunchSteps, LaunchRecorder, CheckLimitsStep, PersistentProfileStep, EgressStep, WorkspaceReads, WorkspaceLive, WorkspaceTeardown, UserDeletion, AnonymousUsers, WorkspacesService, WorkspaceRuntime, ProvisionStrategies, WorkspaceContainers, ContainerStrategy, WorkspaceAccess, StreamStatsService, LaunchCommands],
-  exports: [LaunchRecorder, ServerRetirement, UserWorkspaces, WorkspaceEgress, WorkspaceContainers, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, WorkspaceReads, WorkspaceLive, WorkspaceTeardown, UserDeletion, AnonymousUsers, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands, UsersModule, ImagesModule, AgentModule],
+  providers: [ServerRetirement, UserWorkspaces, WorkspaceEgress, EgressSidecars, EgressTunnelHealth, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, LaunchSteps, LaunchRecorder, CheckLimitsStep, PersistentProfileStep, EgressStep, WorkspaceReads, WorkspaceLive, WorkspaceTeardown, UserDeletion, AnonymousUsers, WorkspacesService, WorkspaceRuntime, ProvisionStrategies, WorkspaceContainers, ContainerStrategy, WorkspaceAccess, StreamStatsService, LaunchCommands],
+  exports: [LaunchRecorder, ServerRetirement, UserWorkspaces, WorkspaceEgress, EgressTunnelHealth, WorkspaceContainers, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, WorkspaceReads, WorkspaceLive, WorkspaceTeardown, UserDeletion, AnonymousUsers, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands],
 })
 export class WorkspacesModule {}

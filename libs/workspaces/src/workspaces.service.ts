@@ -49,7 +49,7 @@ export class WorkspacesService {
    * RDP client's relay has none), or a container of its own (`container`: exec; a server session's bridge is ours,
    * not the user's machine).
    */
-  async findRunning(workspaceId: string, userId?: string, needs: 'stream' | 'container' = 'stream'): Promise<Workspace> {
+  async findRunning(workspaceId: string, userId: string, needs: 'stream' | 'container' = 'stream'): Promise<Workspace> {
     const workspace = await this.findLive(workspaceId, userId);
     const connection = workspace.serverConnection;
     if (workspace.status === 'running' && connection) {
@@ -64,11 +64,19 @@ export class WorkspacesService {
     return workspace;
   }
 
-  /** A live workspace with image and server; `userId`, when given, must be its owner. */
-  async findLive(workspaceId: string, userId?: string): Promise<Workspace> {
+  /**
+   * A live workspace with image and server, owned by `userId`: another user's workspace answers as an unknown id.
+   * The owner is always checked; the operations that take it require user_id (a 400 naming it when missing).
+   */
+  async findLive(workspaceId: string, userId: string): Promise<Workspace> {
     const workspace = await findLiveWorkspace(this.workspaces, { workspaceId });
-    if (userId !== undefined && parseId(userId) !== workspace.userId) throw ApiError.invalidId('workspace_id', workspaceId);
+    if (parseId(userId) !== workspace.userId) throw ApiError.invalidId('workspace_id', workspaceId);
     return workspace;
+  }
+
+  /** A live workspace by id alone: keepalive, whose contract body is `workspace_id` only. */
+  findLiveById(workspaceId: string): Promise<Workspace> {
+    return findLiveWorkspace(this.workspaces, { workspaceId });
   }
 
   settingsFor(userId: string): Promise<EffectiveGroupSettings> {

@@ -1,5 +1,6 @@
 import { Body, Controller } from '@nestjs/common';
 import { Operation } from '@ws/auth';
+import { PageRequest } from '@ws/database';
 import { CastConfigRef, CastingService, CreateCastConfigRequest, toCastConfigResponse, UpdateCastConfigRequest } from '@ws/casting';
 
 @Controller('api/public')
@@ -7,8 +8,9 @@ export class CastingController {
   constructor(private readonly casting: CastingService) {}
 
   @Operation('get_cast_configs')
-  async list() {
-    return { cast_configs: (await this.casting.list()).map(toCastConfigResponse) };
+  async list(@Body() body: PageRequest) {
+    const { rows, paging } = await this.casting.list(body);
+    return { cast_configs: rows.map(toCastConfigResponse), ...paging };
   }
 
   @Operation('get_cast_config')

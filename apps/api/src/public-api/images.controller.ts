@@ -1,6 +1,7 @@
 import { Body, Controller } from '@nestjs/common';
 import { IsBoolean, IsOptional } from 'class-validator';
 import { Operation } from '@ws/auth';
+import { PageRequest } from '@ws/database';
 import { ImagesService, toImageResponse } from '@ws/images';
 import { toZoneResponse, ZonesService } from '@ws/zones';
 
@@ -16,10 +17,10 @@ export class ImagesController {
   ) {}
 
   @Operation('get_images')
-  async getImages() {
-    const [images, zones] = await Promise.all([this.images.list(), this.zones.list()]);
+  async getImages(@Body() body: PageRequest) {
+    const [{ rows: images, paging }, zones] = await Promise.all([this.images.listPaged(body), this.zones.list()]);
     const zoneNames = new Map(zones.map((z) => [z.id, z.name]));
-    return { images: images.map((i) => toImageResponse(i, { zoneName: i.zoneId ? zoneNames.get(i.zoneId) ?? null : null })) };
+    return { images: images.map((i) => toImageResponse(i, { zoneName: i.zoneId ? zoneNames.get(i.zoneId) ?? null : null })), ...paging };
   }
 
   @Operation('get_zones')

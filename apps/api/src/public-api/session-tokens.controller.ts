@@ -1,6 +1,6 @@
 import { Body, Controller } from '@nestjs/common';
 import { Operation } from '@ws/auth';
-import { LoginLinksService, SessionTokenRequest, SessionTokensService, TargetUserRequest, toSessionTokenResponse } from '@ws/users';
+import { LoginLinksService, SessionTokenRequest, SessionTokensRequest, SessionTokensService, TargetUserRequest, toSessionTokenResponse } from '@ws/users';
 
 @Controller('api/public')
 export class SessionTokensController {
@@ -27,9 +27,9 @@ export class SessionTokensController {
   }
 
   @Operation('get_session_tokens')
-  async list(@Body() body: TargetUserRequest) {
-    const tokens = await this.tokens.list(body.target_user.user_id);
-    return { session_tokens: tokens.map((t) => toSessionTokenResponse(t)) };
+  async list(@Body() body: SessionTokensRequest) {
+    const { rows, paging } = await this.tokens.list(body.target_user.user_id, body);
+    return { session_tokens: rows.map((t) => toSessionTokenResponse(t)), ...paging };
   }
 
   @Operation('update_session_token')

@@ -1,5 +1,6 @@
 import { Body, Controller } from '@nestjs/common';
 import { Operation } from '@ws/auth';
+import { PageRequest } from '@ws/database';
 import { CreateStagingConfigRequest, StagingConfigRequest, StagingService, toStagingConfigResponse, UpdateStagingConfigRequest } from '@ws/staging';
 
 @Controller('api/public')
@@ -7,8 +8,9 @@ export class StagingController {
   constructor(private readonly staging: StagingService) {}
 
   @Operation('get_staging_configs')
-  async list() {
-    return { staging_configs: (await this.staging.list()).map(toStagingConfigResponse) };
+  async list(@Body() body: PageRequest) {
+    const { rows, paging } = await this.staging.list(body);
+    return { staging_configs: rows.map(toStagingConfigResponse), ...paging };
   }
 
   @Operation('get_staging_config')

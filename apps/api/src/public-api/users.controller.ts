@@ -1,5 +1,6 @@
 import { Body, Controller } from '@nestjs/common';
 import { Caller, CurrentCaller, Operation } from '@ws/auth';
+import { PageRequest } from '@ws/database';
 import {
   CreateUserRequest, DeleteUserRequest, GetUserRequest, SessionTokensService, TargetUserRequest, toUserAttributesResponse,
   toUserDetailResponse, toUserListItem, toUserResponse, UpdateAttributesRequest, UpdateUserRequest, UsersService,
@@ -30,11 +31,11 @@ export class UsersController {
   }
 
   @Operation('get_users')
-  async getUsers() {
-    const users = await this.users.list();
+  async getUsers(@Body() body: PageRequest) {
+    const { rows: users, paging } = await this.users.list(body);
     const ids = users.map((u) => u.id);
     const [groups, workspaces] = await Promise.all([this.users.groupSummariesOf(ids), this.userWorkspaces.liveSummariesOf(ids)]);
-    return { users: users.map((u) => toUserListItem(u, groups.get(u.id) ?? [], workspaces.get(u.id) ?? [])) };
+    return { users: users.map((u) => toUserListItem(u, groups.get(u.id) ?? [], workspaces.get(u.id) ?? [])), ...paging };
   }
 
   @Operation('update_user')

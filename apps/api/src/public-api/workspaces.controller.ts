@@ -1,5 +1,6 @@
 import { Body, Controller } from '@nestjs/common';
 import { Operation } from '@ws/auth';
+import { PageRequest } from '@ws/database';
 import {
   ExecCommandRequest, JoinWorkspaceRequest, OwnedWorkspaceRef, RequestWorkspaceRequest, WorkspaceLaunch, WorkspaceLive, WorkspaceReads, WorkspaceRef, WorkspacesService,
   WorkspaceStatusRequest,
@@ -43,12 +44,12 @@ export class WorkspacesController {
 
   @Operation('keepalive')
   async keepalive(@Body() body: WorkspaceRef) {
-    return this.workspaces.keepalive(await this.workspaces.findLive(body.workspace_id));
+    return this.workspaces.keepalive(await this.workspaces.findLiveById(body.workspace_id));
   }
 
   @Operation('get_workspaces')
-  list() {
-    return this.reads.list();
+  list(@Body() body: PageRequest) {
+    return this.reads.list(body);
   }
 
   @Operation('exec_command_workspace')

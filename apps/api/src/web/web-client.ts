@@ -17,9 +17,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
  * routes once it is ready): `await registerWebClient(adapter.getInstance())` in createApi.
  *
  * Why not @fastify/static: version 10 `require`s content-disposition 3, an ES-module-only package. Node
- * ≥ 20.19 loads that, but jest's module loader does not, so every e2e suite (which builds the api through
- * createApi) would fail to load. The subset we need (a fixed set of files, ETag revalidation, types and
- * security headers) is small enough to serve directly.
+ * ≥ 20.19 loads that, but jest's module loader does not (jest.config.js now compiles it, for the queue
+ * dashboard's @bull-board/fastify, which brings @fastify/static). The subset we need (a fixed set of files,
+ * ETag revalidation, types and security headers) is small enough to serve directly.
  */
 export async function registerWebClient(fastify: FastifyInstance, options: { captchaScriptUrl?: string } = {}): Promise<void> {
   const csp = clientCsp(options.captchaScriptUrl);
@@ -96,7 +96,7 @@ const TYPES: Record<string, string> = {
   '.txt': 'text/plain; charset=utf-8',
 };
 
-async function serveFile(request: FastifyRequest, reply: FastifyReply, path: string, csp: string): Promise<void> {
+export async function serveFile(request: FastifyRequest, reply: FastifyReply, path: string, csp: string): Promise<void> {
   let info;
   try {
     info = await stat(path);

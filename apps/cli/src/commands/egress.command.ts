@@ -97,16 +97,19 @@ export function registerEgressCommands(program: Command): void {
         username: o.username, ...secret,
         [`${owners[0]}_id`]: ownerId,
       };
-      const view = await (await service(EgressCredentials)).upsert(OPERATOR, changes);
-      print(toEgressCredentialResponse(view, { showSecrets: o.showSecrets }), o.json ?? false);
+      const credentials = await service(EgressCredentials);
+      const view = await credentials.upsert(OPERATOR, changes);
+      print(toEgressCredentialResponse(o.showSecrets ? credentials.reveal(view) : view, { showSecrets: o.showSecrets }), o.json ?? false);
     });
   credential
     .command('list')
     .description('credentials as update_egress_credential answers them (secrets masked unless --show-secrets)')
-    .option('--show-secrets', 'print the secrets in clear')
+    .option('--show-secrets', 'print the secrets in clear (decrypted with SERVER_CREDENTIALS_KEY)')
     .option('--json')
     .action(async (o: { showSecrets?: boolean; json?: boolean }) => {
-      print((await (await service(EgressCredentials)).list()).map((v) => toEgressCredentialResponse(v, { showSecrets: o.showSecrets })), o.json ?? false);
+      const credentials = await service(EgressCredentials);
+      const views = await credentials.list();
+      print(views.map((v) => toEgressCredentialResponse(o.showSecrets ? credentials.reveal(v) : v, { showSecrets: o.showSecrets })), o.json ?? false);
     });
   credential
     .command('remove <credential>')

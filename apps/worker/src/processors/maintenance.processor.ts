@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { IdempotencyKeys } from '@ws/auth';
 import { JobHandler } from '@ws/queue';
 import { LoginLinksService, SessionTokensService } from '@ws/users';
-import { AnonymousUsers, WorkspaceRuntime } from '@ws/workspaces';
+import { AnonymousUsers, EgressTunnelHealth, WorkspaceRuntime } from '@ws/workspaces';
 
 @Injectable()
 export class MaintenanceProcessor {
@@ -12,6 +12,7 @@ export class MaintenanceProcessor {
     private readonly runtime: WorkspaceRuntime,
     private readonly anonymousUsers: AnonymousUsers,
     private readonly idempotencyKeys: IdempotencyKeys,
+    private readonly egressTunnels: EgressTunnelHealth,
   ) {}
 
   @JobHandler('maintenance.purge-expired-credentials')
@@ -36,5 +37,10 @@ export class MaintenanceProcessor {
   @JobHandler('maintenance.expire-idempotency-keys')
   async expireIdempotencyKeys() {
     return { removed: await this.idempotencyKeys.expire() };
+  }
+
+  @JobHandler('maintenance.check-egress-tunnels')
+  checkEgressTunnels() {
+    return this.egressTunnels.check();
   }
 }

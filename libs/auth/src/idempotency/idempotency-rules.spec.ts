@@ -5,7 +5,7 @@ import { canonicalJson, isFinalAnswer, isIdempotent, parseIdempotencyKey, reques
 describe('Idempotency-Key rules', () => {
   it('marks exactly the creating operations', () => {
     const marked = Object.keys(OPERATIONS).filter((name) => isIdempotent(name as keyof typeof OPERATIONS)).sort();
-    expect(marked).toEqual(['activate', 'create_cast_config', 'create_session_token', 'create_staging_config', 'create_user', 'join_workspace', 'request_workspace', 'update_egress_credential']);
+    expect(marked).toEqual(['activate', 'create_cast_config', 'create_session_token', 'create_staging_config', 'create_user', 'create_webhook', 'join_workspace', 'request_workspace', 'update_egress_credential']);
   });
 
   it('takes 1-255 visible ASCII characters and refuses the rest naming the header', () => {

@@ -22,8 +22,8 @@ export class EgressCredentialChanges {
   @Settable() @IsBoolean() allow_all_gateways?: boolean;
   @Settable() @IsArray() @ArrayMaxSize(MAX_SELECTED_GATEWAYS) @IsString({ each: true }) @MaxLength(MAX_ID_LENGTH, { each: true }) selected_gateways?: string[];
   @Settable() @IsBoolean() limit_active_connections?: boolean;
-  /** null counts as not given (a response sent back carries null when no limit was ever set). */
-  @IsOptional() @IsInt() @Min(1) @Max(MAX_ACTIVE_CONNECTION_LIMIT) active_connection_limit?: number | null;
+  /** null and 0 count as not given (a response sent back carries 0 when no limit was ever set). */
+  @IsOptional() @IsInt() @Min(0) @Max(MAX_ACTIVE_CONNECTION_LIMIT) active_connection_limit?: number | null;
   /** The spec's parameter list names the limit `active_connections`; accepted as the same field. */
   @IsOptional() @IsInt() @Min(1) @Max(MAX_ACTIVE_CONNECTION_LIMIT) active_connections?: number | null;
   @IsOptional() @IsString() @MaxLength(1024) username?: string | null;

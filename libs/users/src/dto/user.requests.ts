@@ -1,5 +1,6 @@
 import { Type } from 'class-transformer';
 import { Settable } from '@ws/common';
+import { PageRequest } from '@ws/database';
 import { IsBoolean, IsDefined, IsNotEmpty, IsObject, IsOptional, IsString, Length, MaxLength, ValidateIf, ValidateNested } from 'class-validator';
 
 const TEXT = 1024;
@@ -39,6 +40,11 @@ export class GetUserRequest {
 }
 
 export class TargetUserRequest {
+  @IsDefined() @IsObject() @ValidateNested() @Type(() => UserRef) target_user!: UserRef;
+}
+
+/** get_session_tokens: the user, and optionally a page (`limit`, `cursor`). */
+export class SessionTokensRequest extends PageRequest {
   @IsDefined() @IsObject() @ValidateNested() @Type(() => UserRef) target_user!: UserRef;
 }
 

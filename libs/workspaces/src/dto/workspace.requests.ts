@@ -63,7 +63,8 @@ export class RequestWorkspaceRequest {
 
 export class WorkspaceStatusRequest {
   @IsString() @IsNotEmpty() workspace_id!: string;
-  @IsOptional() @IsString() @IsNotEmpty() user_id?: string;
+  /** Required (no star in the contract): missing, a 400 naming it, never a skipped owner check. */
+  @IsString() @IsNotEmpty() user_id!: string;
   @Settable() @IsBoolean() skip_agent_check?: boolean;
 }
 
@@ -71,8 +72,10 @@ export class WorkspaceRef {
   @IsString() @IsNotEmpty() workspace_id!: string;
 }
 
+/** A workspace and its owner: destroy, exec, screenshot, frame and bottleneck stats, RDP client connection. */
 export class OwnedWorkspaceRef extends WorkspaceRef {
-  @IsOptional() @IsString() @IsNotEmpty() user_id?: string;
+  /** Required (no star in the contract): missing, a 400 naming it, never a skipped owner check. */
+  @IsString() @IsNotEmpty() user_id!: string;
 }
 
 export class ExecConfigFields {

@@ -11,6 +11,18 @@ import type { Workspace } from '../workspace.entity';
 const TUNNEL_TIMEOUT_MS = 20_000;
 const WRITE_TIMEOUT_MS = 15_000;
 const SIDECAR_MEMORY = 128 * 1024 ** 2;
+/**
+ * Docker's health check of a sidecar: /run/egress/status (written every second by the entrypoint) says `up`. Two
+ * failed checks 5 s apart make it unhealthy; the launch's own wait covers the start (start period).
+ */
+const SIDECAR_HEALTHCHECK = { cmd: ['grep', '-qx', 'up', '/run/egress/status'], intervalMs: 5_000, timeoutMs: 3_000, retries: 2, startPeriodMs: 30_000 };
+/** Why a tunnel that never came up probably did not, per provider type (a refusal the client can tell fails earlier). */
+const TIMEOUT_REASON: Record<string, string> = {
+  key_pair_tunnel: 'no handshake: the endpoint is unreachable or refused the key',
+  username_password_vpn: 'the endpoint is unreachable or did not complete the TLS handshake',
+  mesh_network: 'no handshake with the exit node: the endpoint is unreachable or refused the node\'s certificate',
+  custom: 'the command did not bring its interface up',
+};
 /** Marks the sidecar among the workspace's containers (both carry the workspace and deployment labels). */
 export const EGRESS_ROLE_LABEL = 'workspace-server.role';
 
@@ -20,7 +32,7 @@ export const EGRESS_ROLE_LABEL = 'workspace-server.role';
  * workspace), root with NET_ADMIN and /dev/net/tun (the workspace container keeps neither), holding the tunnel's
  * files (written through the archive API before it starts: never its environment or labels) and the workspace's
  * published ports. The workspace container joins its network namespace; it is `running` only once the sidecar says
- * the tunnel is up (a WireGuard handshake).
+ * the tunnel is up (a WireGuard handshake, OpenVPN's route-up, a custom command's interface up).
  */
 @Injectable()
 export class EgressSidecars {
@@ -38,7 +50,7 @@ export class EgressSidecars {
       throw err;
     });
     if (existing?.running && existing.labels[EGRESS_ROLE_LABEL] === 'egress') {
-      await this.waitForTunnel(host, existing.id, sidecar.gatewayName, signal);
+      await this.waitForTunnel(host, existing.id, sidecar, signal);
       return existing;
     }
     if (existing) await host.remove(existing.id);
@@ -49,7 +61,7 @@ export class EgressSidecars {
     await host.putArchive(containerId, '/etc', Readable.from(packFiles(sidecar)), WRITE_TIMEOUT_MS);
     signal?.throwIfAborted();
     await host.start(containerId);
-    await this.waitForTunnel(host, containerId, sidecar.gatewayName, signal);
+    await this.waitForTunnel(host, containerId, sidecar, signal);
     return host.inspect(containerId, spec.ports);
   }
 
@@ -59,12 +71,16 @@ export class EgressSidecars {
       labels: { ...ws.labels, [EGRESS_ROLE_LABEL]: 'egress' }, ports: ws.ports, publishHost: ws.publishHost, network: ws.network,
       user: '0', capAdd: ['NET_ADMIN'], noNewPrivileges: true, init: true, pidsLimit: 128,
       devices: [{ pathOnHost: '/dev/net/tun', pathInContainer: '/dev/net/tun', cgroupPermissions: 'rwm' }],
+      // Healthy while the sidecar's status says `up`: EgressTunnelHealth reads it with an inspect (no exec of ours).
+      healthcheck: SIDECAR_HEALTHCHECK,
       ...(ws.hostname ? { hostname: ws.hostname } : {}), ...(ws.extraHosts?.length ? { extraHosts: ws.extraHosts } : {}),
     };
   }
 
-  /** Until /run/egress/status says up (the sidecar saw a handshake); a failure or the time limit fails the launch. */
-  private async waitForTunnel(host: DockerHost, containerId: string, gatewayName: string, signal?: AbortSignal): Promise<void> {
+  /** Until /run/egress/status says up; a failure the sidecar reports (with its reason) or the time limit fails the launch. */
+  private async waitForTunnel(host: DockerHost, containerId: string, sidecar: EgressSidecarFiles & { gatewayName: string }, signal?: AbortSignal): Promise<void> {
+    const { gatewayName } = sidecar;
+    const type = sidecar.files.type?.content.trim() ?? '';
     const deadline = Date.now() + TUNNEL_TIMEOUT_MS;
     let status = 'starting';
     while (Date.now() < deadline) {
@@ -78,7 +94,7 @@ export class EgressSidecars {
       await new Promise((r) => setTimeout(r, 250));
     }
     throw new PermanentFailure(
-      `The tunnel to the egress gateway ${gatewayName} did not come up within ${TUNNEL_TIMEOUT_MS / 1000} s (no handshake: the endpoint is unreachable or refused the key)`,
+      `The tunnel to the egress gateway ${gatewayName} did not come up within ${TUNNEL_TIMEOUT_MS / 1000} s (${TIMEOUT_REASON[type] ?? 'the endpoint is unreachable or did not answer'})`,
     );
   }
 }

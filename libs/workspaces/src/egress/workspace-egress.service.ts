@@ -1,7 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import { EgressConfigError, EgressConnection, EgressConnections, egressEnvironment, EgressReservation, EgressReservationRequest, egressSidecarFiles, EgressSidecarFiles } from '@ws/egress';
+import { SecretCipherError } from '@ws/common';
+import {
+  EgressConfigError, EgressConnection, EgressConnections, egressEnvironment, EgressReservation, EgressReservationRequest, EgressSecrets, egressSidecarFiles, EgressSidecarFiles,
+} from '@ws/egress';
 import { PermanentFailure } from '@ws/queue';
 
 /** Thrown inside the check's transaction to roll its trial reservation back. */
@@ -19,6 +22,7 @@ export class WorkspaceEgress {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly connections: EgressConnections,
+    private readonly secrets: EgressSecrets,
   ) {}
 
   /**
@@ -81,6 +85,13 @@ export class WorkspaceEgress {
     });
     if (!connection?.credential?.provider) throw new PermanentFailure('The egress credential of this workspace was deleted before it started');
     if (!connection.gateway) throw new PermanentFailure('The egress gateway of this workspace was deleted before it started');
-    return { credential: connection.credential, gateway: connection.gateway, provider: connection.credential.provider };
+    const { credential, gateway } = connection;
+    try {
+      // Stored sealed (EgressSecrets): opened here, for the sidecar's files or the container's variables only.
+      return { credential: this.secrets.reveal(credential), gateway, provider: credential.provider as EgressReservation['provider'] };
+    } catch (err) {
+      if (!(err instanceof SecretCipherError)) throw err;
+      throw new PermanentFailure(`The secret of the egress credential ${credential.name} cannot be read: ${err.message}`);
+    }
   }
 }

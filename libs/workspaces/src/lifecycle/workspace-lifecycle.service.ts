@@ -49,7 +49,10 @@ export class WorkspaceLifecycle {
     const assignedAt = fields.userId ? fields.startDate : null;
     const workspace = await tx.save(Workspace, tx.create(Workspace, { ...fields, assignedAt, status: 'starting' }));
     await appendWorkspaceEvents(tx, workspace.id, [
-      { type: 'requested', payload: { status: 'starting', userId: workspace.userId, imageId: workspace.imageId, serverId: workspace.serverId } },
+      {
+        type: 'requested',
+        payload: { status: 'starting', userId: workspace.userId, imageId: workspace.imageId, serverId: workspace.serverId, operationalMessage: workspace.operationalMessage ?? null },
+      },
     ]);
     return workspace;
   }
@@ -126,6 +129,18 @@ export class WorkspaceLifecycle {
   }
 
   /**
+   * The operational message of a running workspace (no state change, no event), e.g. its egress tunnel being down;
+   * with `onlyIf`, only while the message is that one (clearing a note never overwrites another). Answers whether it changed.
+   */
+  async runningNote(workspaceId: string, message: string, onlyIf?: string): Promise<boolean> {
+    const result = await this.db.getRepository(Workspace).update(
+      { id: workspaceId, status: 'running', ...(onlyIf !== undefined ? { operationalMessage: onlyIf } : {}) },
+      { operationalMessage: message },
+    );
+    return (result.affected ?? 0) > 0;
+  }
+
+  /**
    * Progress of a stopping workspace (saving its persistent profile; no state change, no event); `set` may
    * record what the removal did so far (the profile's state).
    */
@@ -141,9 +156,12 @@ export class WorkspaceLifecycle {
     const update = tx.createQueryBuilder().update(Workspace).set({ ...set, status: to })
       .where('id = :workspaceId', { workspaceId }).andWhere('status IN (:...from)', { from });
     if (unowned) update.andWhere('user_id IS NULL AND assigned_at IS NULL');
-    const result = await update.execute();
+    // The row as the change left it: each event carries who, what image and the message at that moment (webhooks).
+    const result = await update.returning('user_id, image_id, operational_message').execute();
     if (!result.affected) return false;
-    await appendWorkspaceEvents(tx, workspaceId, events);
+    const [row] = (result.raw ?? []) as Array<{ user_id: string | null; image_id: string; operational_message: string | null }>;
+    const state = row ? { userId: row.user_id, imageId: row.image_id, operationalMessage: row.operational_message } : {};
+    await appendWorkspaceEvents(tx, workspaceId, events.map((e) => ({ ...e, payload: { ...state, ...e.payload } })));
     return true;
   }
 }

@@ -22,16 +22,19 @@ export async function findLiveWorkspace(workspaces: Repository<Workspace>, targe
   return workspace;
 }
 
-/** Every live workspace (oldest first) with image, attributes and server, and its owner's username: get_workspaces. */
-export async function findAllLive(workspaces: Repository<Workspace>): Promise<Array<{ workspace: Workspace; username: string | null }>> {
+/**
+ * Every live workspace (oldest first) with image, attributes and server, and its owner's username: get_workspaces.
+ * With `ids`, only those (a page's).
+ */
+export async function findAllLive(workspaces: Repository<Workspace>, ids?: string[]): Promise<Array<{ workspace: Workspace; username: string | null }>> {
   const db = workspaces.manager.connection;
   const rows = await rawQuery(
     db,
     `SELECT ${selectColumns(db, Workspace, 'w', 'w_')}, ${selectColumns(db, Image, 'i', 'i_')}, ${selectColumns(db, ImageAttribute, 'a', 'a_')}, ${selectColumns(db, Server, 's', 's_')}, u.username AS u_username
        FROM workspaces w LEFT JOIN images i ON i.id = w.image_id LEFT JOIN image_attributes a ON a.image_id = i.id
        LEFT JOIN servers s ON s.id = w.server_id LEFT JOIN users u ON u.id = w.user_id
-      WHERE w.status = ANY($1) ORDER BY w.start_date ASC, w.id ASC`,
-    [LIVE_STATUSES],
+      WHERE w.status = ANY($1)${ids ? ' AND w.id = ANY($2::uuid[])' : ''} ORDER BY w.start_date ASC, w.id ASC`,
+    ids ? [LIVE_STATUSES, ids] : [LIVE_STATUSES],
   );
   const found: Array<{ workspace: Workspace; username: string | null }> = [];
   let last: Workspace | null = null;

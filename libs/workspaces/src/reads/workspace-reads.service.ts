@@ -3,18 +3,19 @@ import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, Repository } from 'typeorm';
 import { ContainerNotFoundError, DockerHosts } from '@ws/agent';
 import { ApiError, ErrorCode, formatTimestamp, toWireId } from '@ws/common';
-import { rawQuery } from '@ws/database';
+import { creationOrder, KeysetList, listPage, PageRequest, rawQuery } from '@ws/database';
 import { effectiveSettings } from '@ws/groups';
 import { IssuedToken, SessionTokensService, UsersService } from '@ws/users';
 import { agentFailure } from '../runtime/agent-failure';
 import type { JoinWorkspaceRequest } from '../dto/workspace.requests';
 import { findAllLive, findLiveWorkspace } from './workspace-lookup';
-import { Workspace } from '../workspace.entity';
+import { LIVE_STATUSES, Workspace } from '../workspace.entity';
 import { connectPath, joinPath, operationalStatus, toWorkspaceListItem, toWorkspaceResponse } from './workspace.mappers';
 import { WorkspaceLifecycle } from '../lifecycle/workspace-lifecycle.service';
 import { WorkspaceSettings } from './workspace-settings.service';
 
 const now = () => new Date();
+const LIVE_WORKSPACES_LIST: KeysetList = { name: 'workspaces', from: 'workspaces w', keys: creationOrder('w'), where: 'w.status = ANY($1)', params: [LIVE_STATUSES] };
 
 /** The reading operations (get_workspace_status, get_workspaces, join_workspace) and their wire mapping. */
 @Injectable()
@@ -59,14 +60,18 @@ export class WorkspaceReads {
       session_token: issued.jwt,
       user_id: toWireId(user.id),
       username: user.username,
-      workspace: { ...toWorkspaceResponse(workspace, settings.clientSettings), user: { username: user.username } },
+      workspace: { ...viewerResponse(toWorkspaceResponse(workspace, settings.clientSettings)), user: { username: user.username } },
       workspace_url: joinPath(workspace.shareId, user.id, issued.jwt),
     };
   }
 
-  /** get_workspaces: every live workspace, oldest first. */
-  async list() {
-    const rows = await findAllLive(this.workspaces);
+  /**
+   * get_workspaces: every live workspace, oldest first; or one page of them in creation order (`limit`, `cursor`:
+   * a staged workspace's start moves when it is claimed, its creation never does).
+   */
+  async list(request: PageRequest = {}) {
+    const { rows, paging } = await listPage(this.db, LIVE_WORKSPACES_LIST, request, () => findAllLive(this.workspaces),
+      (ids) => findAllLive(this.workspaces, ids), (row) => row.workspace.id);
     const zones = new Map((await rawQuery<{ id: string; name: string }>(this.db, 'SELECT id, name FROM zones')).map((z) => [z.id, z.name]));
     const settings = await this.settings.ofMany(rows.map(({ workspace: w }) => w.userId).filter((id): id is string => !!id));
     return {
@@ -74,6 +79,7 @@ export class WorkspaceReads {
       workspaces: rows.map(({ workspace: w, username }) =>
         toWorkspaceListItem(w, (settings.get(w.userId ?? '') ?? effectiveSettings([], 0)).clientSettings, username, w.server ? zones.get(w.server.zoneId) ?? null : null),
       ),
+      ...paging,
     };
   }
 
@@ -109,6 +115,12 @@ export class WorkspaceReads {
     }
     return connectPath(workspace.id, userId, issued.jwt);
   }
+}
+
+/** What a view-only joiner is shown: the services it may use (no uploads, no microphone: both refused to joiners). */
+function viewerResponse<T extends { port_map: Record<string, unknown> }>(response: T): T {
+  const { uploads: _uploads, audio_input: _audioInput, ...shown } = response.port_map;
+  return { ...response, port_map: shown };
 }
 
 function notRunningMessage(w: Workspace): string {

@@ -1,6 +1,7 @@
 import { formatTimestamp, toWireId } from '@ws/common';
 import type { ClientSettings } from '@ws/groups';
 import { toImageRef, portMapOf } from '@ws/images';
+import type { Image } from '@ws/images';
 import type { Workspace, WorkspaceStatus } from '../workspace.entity';
 
 /** The spec shows starting, running and stopped; a failed workspace reads as stopped (its message says why). */
@@ -53,12 +54,27 @@ export function toWorkspaceResponse(w: Workspace, clientSettings: ClientSettings
     cores: w.cores,
     memory: w.memory,
     operational_status: operationalStatus(w.status),
+    // Not in the contract's table: what the status says beside its name ("Running"; an egress tunnel that is down).
+    operational_message: w.operationalMessage,
     is_persistent_profile: w.isPersistentProfile,
     persistent_profile_mode: w.persistentProfileMode,
     point_of_presence: null,
-    port_map: Object.fromEntries(Object.entries(portMap).map(([name, spec]) => [name, { port: Number(spec.split('/')[0]), path: streamPath(w.id, name) }])),
+    port_map: portMapResponse(w, portMap),
     client_settings: withOverride(clientSettings, w),
   };
+}
+
+/**
+ * The workspace's services and their gateway paths: the image's port_map entries, and `uploads` for every
+ * container workspace (files move through `docker exec`, so every container image has them; a server session's
+ * does not). An image that names no `uploads` port gets port 0: the route is the api's, no container port.
+ */
+export function portMapResponse(w: Pick<Workspace, 'id' | 'serverConnection'> & { image?: Pick<Image, 'kind'> | null }, portMap: Record<string, string>) {
+  const services: Record<string, { port: number; path: string }> = Object.fromEntries(
+    Object.entries(portMap).map(([name, spec]) => [name, { port: Number(spec.split('/')[0]), path: streamPath(w.id, name) }]),
+  );
+  if (!services.uploads && !w.serverConnection && w.image?.kind !== 'server') services.uploads = { port: 0, path: streamPath(w.id, 'uploads') };
+  return services;
 }
 
 /** The effective client settings of one workspace: its owner's groups', overlaid with the workspace's own override. */
