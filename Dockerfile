@@ -20,7 +20,7 @@ COPY migrations ./migrations
 # (bench/ is not in the context: the build compiles apps, libs and migrations only.)
 RUN npm run build
 
-# --- runtime: production dependencies, dist/, the browser client's files -----------------------------------
+# --- runtime: production dependencies, dist/, the browser client's files, the OpenAPI document ---------------
 FROM ${BASE_IMAGE} AS runtime
 # tini as PID 1 (signals reach node, zombies are reaped); the official Node image lacks it, the local base has it.
 RUN if ! command -v tini >/dev/null; then \
@@ -31,6 +31,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
 COPY apps/web/public ./apps/web/public
+COPY openapi.json ./
 COPY --from=build /app/dist ./dist
 # Object storage and the recording spool: writable by the service user only (mount volumes here).
 RUN install -d -o node -g node -m 0750 /data /data/storage /data/recording-spool

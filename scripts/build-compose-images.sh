@@ -144,7 +144,7 @@ fi
 # The build context as .dockerignore leaves it (what the Dockerfile copies), hashed with the base's tag.
 app_hash="$(cd "$REPO_DIR" && {
   echo "$NODE_BASE"
-  find Dockerfile .dockerignore package.json package-lock.json tsconfig.json tsconfig.build.json apps libs migrations \
+  find Dockerfile .dockerignore package.json package-lock.json openapi.json tsconfig.json tsconfig.build.json apps libs migrations \
       -type f ! -name '*.spec.ts' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum; } | short_hash)"
 APP_IMAGE="workspace-server:$app_hash"
 if image_exists "$APP_IMAGE"; then

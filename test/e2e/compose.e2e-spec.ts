@@ -134,7 +134,11 @@ describe('docker-compose.yml (issue 23)', () => {
     expect(await docker(['inspect', '--format', `{{index .Config.Labels "${LABELS.deploymentId}"}}`, containerId])).toBe(project);
 
     expect((await call('destroy_workspace', { workspace_id: workspaceId, user_id: userId })).body).toEqual({});
-    await waitFor('the workspace removed', async () => ((await call('get_workspace_status', { workspace_id: workspaceId })).status === 400 ? true : undefined), 120_000, 500);
+    const removed = await waitFor('the workspace removed', async () => {
+      const res = await call('get_workspace_status', { workspace_id: workspaceId, user_id: userId });
+      return res.status === 400 ? res.body : undefined;
+    }, 120_000, 500);
+    expect(removed).toEqual({ error_message: `Invalid workspace_id (${workspaceId})` });
     await expect(docker(['inspect', containerId])).rejects.toThrow();
   });
 
