@@ -102,6 +102,8 @@ describe('docker-compose.yml (issue 23)', () => {
     // Ports on loopback only; the services run as unprivileged users.
     expect(await docker(['port', api, '8080/tcp'])).toBe(`127.0.0.1:${port}`);
     expect(await docker(['exec', api, 'id', '-u'])).not.toBe('0');
+    // tini is PID 1, node its child.
+    expect((await docker(['exec', api, 'cat', '/proc/1/cmdline'])).split('\0')[0]).toMatch(/tini$/);
     const worker = lines(await compose(['ps', '-q', 'worker']))[0];
     expect(await docker(['inspect', '--format', '{{.State.Running}} {{.Config.User}}', worker])).toBe('true node');
   });
