@@ -23,6 +23,10 @@ log "egress image $WS_TEST_EGRESS_IMAGE"
 WS_TEST_SERVERS_IMAGE=$(bash scripts/build-test-server-images.sh | tail -1)
 export WS_TEST_SERVERS_IMAGE
 log "test servers image $WS_TEST_SERVERS_IMAGE"
+# The compose deployment's images: the service image (Dockerfile, once per source hash) on a Node.js 20 base, and
+# PostgreSQL and Redis, all made from Debian packages (test/e2e/compose.e2e-spec.ts).
+compose_images=$(bash scripts/build-compose-images.sh)
+while IFS= read -r line; do export "$line"; log "compose image $line"; done <<<"$compose_images"
 npm run --silent build
 # Unit tests in parallel; e2e one file at a time (each has its own database, Redis prefix and deployment id).
 npx jest "$@" --selectProjects unit --passWithNoTests
