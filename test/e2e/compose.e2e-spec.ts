@@ -116,6 +116,9 @@ describe('docker-compose.yml (issue 23)', () => {
     await cli('server', 'add', 'local', '--endpoint', 'unix:///var/run/docker.sock', '--publish-host', gateway as string, '--cores', '2', '--memory', '4G');
     await cli('image', 'add', desktopImage(), '--friendly-name', 'Desktop', '--cores', '1', '--memory', '1G', '--port', 'vnc=5900/tcp');
     key = JSON.parse(await cli('api-key', 'create', '--name', 'compose-test', '--permission', 'Global Admin', '--json'));
+    // With a host registered, the worker's /readyz (its compose health check) passes.
+    const worker = lines(await compose(['ps', '-q', 'worker']))[0];
+    await waitFor('the worker container healthy', async () => ((await docker(['inspect', '--format', '{{.State.Health.Status}}', worker])) === 'healthy' ? true : undefined), 120_000, 1000);
 
     const userId = (await call('create_user', { target_user: { username: 'compose-user' } })).body.user.user_id as string;
     const images = (await call('get_images')).body.images as Array<{ image_id: string; friendly_name: string }>;

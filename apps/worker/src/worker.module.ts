@@ -16,6 +16,7 @@ import { UsersModule } from '@ws/users';
 import { UserWebhooksFeed, WebhookDispatcher, WebhooksModule, WorkspaceWebhooks } from '@ws/webhooks';
 import { WorkspaceEventLog, WorkspaceEventRelay, WorkspacesModule } from '@ws/workspaces';
 import { FleetMetrics } from './metrics/fleet-metrics';
+import { WorkerReadiness } from './health/worker-readiness';
 import { MaintenanceProcessor } from './processors/maintenance.processor';
 import { RecordingsProcessor } from './processors/recordings.processor';
 import { StagingProcessor } from './processors/staging.processor';
@@ -30,7 +31,7 @@ export class WorkerModule {
       module: WorkerModule,
       imports: [ConfigModule.forRoot(overrides), MetricsModule.forRoot('worker'), LoggingModule.forRoot('worker'), DiscoveryModule, DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, ServersModule, WorkspacesModule, ServerSessionsModule, StagingModule, RecordingsModule, LicensingModule, WebhooksModule],
       providers: [QueueWorkers, WorkspacesProcessor, MaintenanceProcessor, StagingProcessor, WorkspaceEventRelay, WorkspaceEventsProcessor, WorkspaceEventLog, RecordingsProcessor,
-        WorkspaceWebhooks, UserWebhooksFeed, WebhookDispatcher, WebhooksProcessor, FleetMetrics],
+        WorkspaceWebhooks, UserWebhooksFeed, WebhookDispatcher, WebhooksProcessor, FleetMetrics, WorkerReadiness],
     };
   }
 }

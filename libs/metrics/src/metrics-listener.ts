@@ -3,14 +3,19 @@ import type { AddressInfo } from 'node:net';
 import { Logger } from '@nestjs/common';
 import type { Metrics } from './metrics';
 
+/** A readiness check: resolves when its dependency answers, rejects (or runs past the bound) when not. */
+export type ReadinessProbe = () => Promise<unknown>;
+
 /**
  * The Prometheus listener: its own HTTP server on METRICS_HOST:METRICS_PORT, never the public port. It answers
- * `GET /metrics` (and HEAD) with the text exposition; anything else is a 404. The scrape-time collectors are
- * bounded by `timeoutMs`, below Prometheus's usual 10 s scrape timeout.
+ * `GET /metrics` (and HEAD) with the text exposition, `/healthz` (alive: the process serves; touches nothing)
+ * and, once a process registered readiness checks, `/readyz` (200, or 503 naming each check that failed);
+ * anything else is a 404. Collectors and checks are bounded by `timeoutMs`, below a scraper's usual 10 s.
  */
 export class MetricsListener {
   private readonly logger = new Logger('Metrics');
   private server: Server | null = null;
+  private readonly readiness = new Map<string, ReadinessProbe>();
 
   constructor(
     private readonly metrics: Metrics,
@@ -31,6 +36,20 @@ export class MetricsListener {
     this.server = server;
   }
 
+  /** Adds a check to /readyz (`name` appears in a refusal: "Redis", "a Docker host"). */
+  addReadinessCheck(name: string, probe: ReadinessProbe): void {
+    this.readiness.set(name, probe);
+  }
+
+  /** Null when every check passed within the bound, else what failed (one line per check). */
+  async notReady(): Promise<string[]> {
+    const failures = await Promise.all([...this.readiness].map(([name, probe]) => bounded(probe, this.timeoutMs).then(
+      () => null,
+      (err: Error) => `${name}: ${err.message}`,
+    )));
+    return failures.filter((f): f is string => f !== null);
+  }
+
   /** Where it listens, or null when it does not. */
   address(): AddressInfo | null {
     return (this.server?.address() as AddressInfo | null) ?? null;
@@ -46,6 +65,12 @@ export class MetricsListener {
 
   private async answer(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const path = (request.url ?? '/').split('?')[0];
+    if (path === '/healthz') return send(response, 200, JSON_TYPE, JSON.stringify({ status: 'ok' }));
+    if (path === '/readyz' && this.readiness.size > 0) {
+      const failures = await this.notReady();
+      if (failures.length === 0) return send(response, 200, JSON_TYPE, JSON.stringify({ status: 'ok' }));
+      return send(response, 503, JSON_TYPE, JSON.stringify({ error_message: `Not ready: ${failures.join('; ')}` }), { 'retry-after': '5' });
+    }
     if (path !== '/metrics') return send(response, 404, 'application/json; charset=utf-8', JSON.stringify({ error_message: 'Not found: the metrics are at /metrics' }));
     if (request.method !== 'GET' && request.method !== 'HEAD') return send(response, 405, 'application/json; charset=utf-8', JSON.stringify({ error_message: 'Use GET' }), { allow: 'GET, HEAD' });
     try {
@@ -58,6 +83,23 @@ export class MetricsListener {
       this.logger.error(`metrics: ${(err as Error).message}`);
       send(response, 500, 'application/json; charset=utf-8', JSON.stringify({ error_message: 'Metrics could not be collected' }));
     }
+  }
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** `probe`, refused once `timeoutMs` passes. */
+async function bounded(probe: ReadinessProbe, timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      probe(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`did not answer within ${timeoutMs} ms`)), timeoutMs);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

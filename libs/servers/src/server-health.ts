@@ -48,6 +48,11 @@ export class ServerHealth {
     return round;
   }
 
+  /** How many enabled servers answered at their last check (a server not checked yet counts as up). */
+  reachable(): Promise<number> {
+    return this.servers.count({ where: { enabled: true, health: 'up' } });
+  }
+
   /** null when the engine answered (at the first try or the retry); otherwise why it did not. */
   private async ping(server: Server): Promise<string | null> {
     let reason = '';
