@@ -2,7 +2,8 @@
 # Ensure the X tools the e2e tests need are installed:
 #   Xvfb (xvfb), x11vnc (x11vnc), xsetroot (x11-xserver-utils): test/e2e/stream-rfb.e2e-spec.ts;
 #   xfreerdp (freerdp2-x11): a native RDP client for test/e2e/server-sessions.e2e-spec.ts;
-#   docker-compose (Debian's, 1.29): test/e2e/compose.e2e-spec.ts.
+#   docker-compose (Debian's, 1.29): test/e2e/compose.e2e-spec.ts;
+#   promtool (prometheus): test/structure/alert-rules.spec.ts checks deploy/prometheus/alerts.yml.
 #  - fast path: all binaries present -> exit 0 without touching apt
 #  - otherwise apt-installs the missing Debian packages (needs root or passwordless sudo)
 set -euo pipefail
@@ -17,16 +18,17 @@ have x11vnc || missing+=(x11vnc)
 have xsetroot || missing+=(x11-xserver-utils)
 have xfreerdp || missing+=(freerdp2-x11)
 have docker-compose || missing+=(docker-compose)
+have promtool || missing+=(prometheus)
 
 if [ "${#missing[@]}" -eq 0 ]; then
-  log "Xvfb, x11vnc, xsetroot, xfreerdp and docker-compose are installed"
+  log "Xvfb, x11vnc, xsetroot, xfreerdp, docker-compose and promtool are installed"
   exit 0
 fi
 
 with_lock apt 600
 apt_install "${missing[@]}"
 
-for bin in Xvfb x11vnc xsetroot xfreerdp docker-compose; do
+for bin in Xvfb x11vnc xsetroot xfreerdp docker-compose promtool; do
   have "$bin" || die "$bin still missing after installing ${missing[*]}"
 done
 log "installed: ${missing[*]}"

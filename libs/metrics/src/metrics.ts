@@ -42,6 +42,7 @@ export class Metrics {
   readonly provisionDuration = this.histogram('workspace_provision_duration_seconds', 'Time from a workspace\'s request to running, by kind (cold, staged)', ['kind'], PROVISION_BUCKETS);
   readonly workspaces = this.gauge('workspaces', 'Workspaces that are not deleted, by status and server', ['status', 'server']);
   readonly serverCoresUsed = this.gauge('server_cores_used', 'Cores reserved by starting, running and stopping workspaces, by server', ['server']);
+  readonly serverUp = this.gauge('server_up', 'Whether an enabled server answered its last health check (1) or is marked down (0)', ['server']);
   readonly serverCoresOffered = this.gauge('server_cores_offered', 'Cores a server offers to placement (cores times CPU overcommit), enabled servers', ['server']);
   readonly serverMemoryUsed = this.gauge('server_memory_used_bytes', 'Memory reserved by starting, running and stopping workspaces, by server', ['server']);
   readonly serverMemoryOffered = this.gauge('server_memory_offered_bytes', 'Memory a server offers to placement (memory times memory overcommit), enabled servers', ['server']);

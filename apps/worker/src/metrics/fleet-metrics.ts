@@ -30,8 +30,9 @@ export class FleetMetrics implements OnModuleInit {
       for (const { status, server, count } of await workspacesByStatusAndServer(this.db.manager)) m.workspaces.set({ status, server }, count);
     });
     m.onScrape('server capacity', async () => {
-      for (const gauge of [m.serverCoresUsed, m.serverCoresOffered, m.serverMemoryUsed, m.serverMemoryOffered]) gauge.reset();
+      for (const gauge of [m.serverUp, m.serverCoresUsed, m.serverCoresOffered, m.serverMemoryUsed, m.serverMemoryOffered]) gauge.reset();
       for (const s of await serverCapacity(this.db.manager)) {
+        if (s.enabled) m.serverUp.set({ server: s.server }, s.up ? 1 : 0);
         m.serverCoresUsed.set({ server: s.server }, s.usedCores);
         m.serverMemoryUsed.set({ server: s.server }, s.usedMemory);
         // A disabled server offers nothing to placement.

@@ -8,6 +8,8 @@ const MAX_POOLS = 1000;
 export interface ServerFigures {
   server: string;
   enabled: boolean;
+  /** The server's last health check answered (issue 24); a server never checked counts as up. */
+  up: boolean;
   offeredCores: number;
   offeredMemory: number;
   usedCores: number;
@@ -28,7 +30,7 @@ export async function workspacesByStatusAndServer(db: Queryable): Promise<Array<
 /** Each server's offered capacity (cores and memory times their overcommit) and what live workspaces reserve of it. */
 export async function serverCapacity(db: Queryable): Promise<ServerFigures[]> {
   const rows = (await db.query(
-    `SELECT s.hostname, s.enabled, s.cores * s.cpu_overcommit AS offered_cores, floor(s.memory * s.memory_overcommit) AS offered_memory,
+    `SELECT s.hostname, s.enabled, s.health = 'up' AS up, s.cores * s.cpu_overcommit AS offered_cores, floor(s.memory * s.memory_overcommit) AS offered_memory,
             COALESCE(u.cores, 0) AS used_cores, COALESCE(u.memory, 0) AS used_memory
        FROM servers s LEFT JOIN (
          SELECT server_id, SUM(cores) AS cores, SUM(memory) AS memory FROM workspaces
@@ -36,9 +38,9 @@ export async function serverCapacity(db: Queryable): Promise<ServerFigures[]> {
        ) u ON u.server_id = s.id
       ORDER BY s.hostname LIMIT $1`,
     [MAX_SERVERS],
-  )) as Array<{ hostname: string; enabled: boolean; offered_cores: string; offered_memory: string; used_cores: string; used_memory: string }>;
+  )) as Array<{ hostname: string; enabled: boolean; up: boolean; offered_cores: string; offered_memory: string; used_cores: string; used_memory: string }>;
   return rows.map((r) => ({
-    server: r.hostname, enabled: r.enabled, offeredCores: Number(r.offered_cores), offeredMemory: Number(r.offered_memory), usedCores: Number(r.used_cores), usedMemory: Number(r.used_memory),
+    server: r.hostname, enabled: r.enabled, up: r.up, offeredCores: Number(r.offered_cores), offeredMemory: Number(r.offered_memory), usedCores: Number(r.used_cores), usedMemory: Number(r.used_memory),
   }));
 }
 
