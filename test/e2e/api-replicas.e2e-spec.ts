@@ -231,6 +231,9 @@ describe('api replicas behind HAProxy', () => {
         writes.push({ username, reply: await call('create_user', admin, { target_user: { username } }).catch((err: Error) => err) });
       }
     };
+    // A stream held by the replica about to die.
+    const doomedStream = await openStream(lb.base, workspace.workspace_id, { cookie: `ws_stream=${workspace.jwt}`, 'x-test-replica': 'a2' });
+    await doomedStream.rfb.captureFrame({ timeoutMs: 15_000 });
     const load = Promise.all([reader(), reader(), reader(), writer()]);
     await waitFor('load running on both replicas', async () => (reads.filter((r) => r.headers['x-served-by'] === 'a2').length > 20 ? true : undefined), 30_000, 20);
     await replicas[1].stop('SIGKILL');
@@ -254,6 +257,17 @@ describe('api replicas behind HAProxy', () => {
     const status = await call('get_workspace_status', key, { workspace_id: workspace.workspace_id, user_id: userId });
     expect([status.status, status.headers['x-served-by']]).toEqual([200, 'a1']);
     expect(status.body.workspace.operational_status).toBe('running');
+    // The stream on the dead replica ended; the browser reconnects through the balancer to the survivor.
+    await doomedStream.closed;
+    await doomedStream.rfb.close().catch(() => undefined);
+    // (get_workspace_status renewed the owner's session: its workspace_url carries the JWT that works now.)
+    workspace.jwt = status.body.workspace_url.split('/').pop();
+    const again = await openStream(lb.base, workspace.workspace_id, workspace.jwt);
+    try {
+      await again.rfb.captureFrame({ timeoutMs: 15_000 });
+    } finally {
+      await closeStream(again);
+    }
   });
 
   it('destroy through the balancer removes the workspace', async () => {
