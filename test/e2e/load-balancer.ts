@@ -46,12 +46,19 @@ export class ApiReplica {
     }));
   }
 
-  /** `settings`: the test's database, Redis prefix and deployment id (as the in-process api uses), as environment strings. */
-  static spawn(name: string, port: number, settings: Record<string, unknown>, extra: Record<string, string> = {}): ApiReplica {
+  /**
+   * `settings`: the test's database, Redis prefix and deployment id (as the in-process api uses), as environment
+   * strings. `entry`: the compiled api (the bench, itself compiled under dist/, passes its own).
+   */
+  static spawn(name: string, port: number, settings: Record<string, unknown>, extra: Record<string, string> = {}, entry = API_JS): ApiReplica {
     const env: Record<string, string> = { ...(process.env as Record<string, string>), NODE_PATH: resolve(ROOT, 'node_modules') };
     for (const [key, value] of Object.entries(settings)) if (value !== undefined && value !== null) env[key] = String(value);
     Object.assign(env, { API_PORT: String(port), API_HOST: '127.0.0.1', METRICS_PORT: '0' }, extra);
-    return new ApiReplica(name, port, spawn(process.execPath, [API_JS], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] }));
+    return new ApiReplica(name, port, spawn(process.execPath, [entry], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] }));
+  }
+
+  get pid(): number {
+    return this.child.pid as number;
   }
 
   get base(): string {
