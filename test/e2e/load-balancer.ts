@@ -128,7 +128,7 @@ export function haproxyConfig(options: BalancerOptions): string {
     '    timeout connect 2s',
     '    timeout client 60s',
     '    timeout server 60s',
-    '    # An open websocket (stream, audio, events) is a tunnel: idle up to an hour, not the 60 s of a request.',
+    '    # An open websocket (a stream, audio) is a tunnel: idle up to an hour, not the 60 s of a request.',
     '    timeout tunnel 1h',
     '    timeout http-request 10s',
     '    timeout http-keep-alive 10s',
