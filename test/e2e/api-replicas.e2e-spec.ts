@@ -1,4 +1,5 @@
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { DataSource } from 'typeorm';
 import { WebSocket } from 'ws';
 import { ApiKeysService } from '@ws/auth';
@@ -160,6 +161,24 @@ describe('api replicas behind HAProxy', () => {
     // Refused and closed upgrades reset through the balancer never take a replica down.
     await lb.serving(['a1', 'a2']);
     expect(replicas.map((r) => r.alive)).toEqual([true, true]);
+  });
+
+  it('a stream upgrade reset by its client after the refusal does not take the replica down', async () => {
+    const target = replicas[0];
+    // Each from an address of its own: a refused session counts as a failed authentication.
+    for (let i = 1; i <= 4; i++) {
+      const socket = connect({ port: target.port, host: '127.0.0.1', localAddress: `127.0.33.${i}` });
+      const answered = await new Promise<string>((resolve, reject) => {
+        socket.once('error', reject);
+        socket.once('data', (chunk: Buffer) => resolve(chunk.toString('latin1').split('\r\n')[0]));
+        socket.once('connect', () => socket.write(`GET /api/stream/${workspace.workspace_id}/vnc HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${Buffer.from(randomSecret(16)).toString('base64')}\r\nCookie: ws_stream=forged.${randomSecret(8)}.jwt\r\n\r\n`));
+      });
+      expect(answered).toBe('HTTP/1.1 401 Unauthorized');
+      // A TCP reset instead of a close (what a balancer aborting the connection looks like).
+      socket.resetAndDestroy();
+    }
+    await target.ready(30_000);
+    expect(target.alive).toBe(true);
   });
 
   it('failed authentications are counted per client address across both replicas (X-Forwarded-For from the balancer)', async () => {
