@@ -7,6 +7,8 @@ bash scripts/ensure-services.sh
 bash scripts/ensure-docker.sh
 # websockify is the baseline of the stream gateway benchmark (Debian's package).
 command -v websockify >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends websockify >/dev/null; }
+# haproxy (Debian's) is the load balancer of the api replicas benchmark; never started as a service.
+command -v haproxy >/dev/null || bash -c '. scripts/lib/common.sh; with_lock apt 600; apt_install haproxy'
 WS_TEST_DESKTOP_IMAGE=$(bash scripts/build-desktop-image.sh | tail -1)
 export WS_TEST_DESKTOP_IMAGE
 npm run --silent build

@@ -65,7 +65,12 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
 
   onApplicationBootstrap(): void {
     const server = this.adapterHost.httpAdapter.getHttpServer() as HttpServer;
-    server.on('upgrade', (request: IncomingMessage, socket: Socket, head: Buffer) => void this.upgrade(request, socket, head));
+    server.on('upgrade', (request: IncomingMessage, socket: Socket, head: Buffer) => {
+      // Node hands over an upgrading socket with no 'error' listener: a client or load balancer resetting it
+      // (during admission, or after a refusal was written) would otherwise crash the whole api process.
+      socket.on('error', () => socket.destroy());
+      void this.upgrade(request, socket, head);
+    });
     this.statsTimer = setInterval(() => void this.publishStats(), STATS_INTERVAL_MS);
     this.statsTimer.unref();
     this.idleTimer = setInterval(() => this.closeIdle(), Math.min(5000, Math.max(50, this.config.IDLE_DISCONNECT_MINUTE_MS / 10)));
