@@ -174,7 +174,7 @@ export class TestApi {
  * The log-secrets check (issue 23): under `npm test` (WS_TEST_LOG_DIR set), every in-process api and worker of a
  * suite appends its JSON log lines (LOG_LEVEL `log` unless the suite chose one) to `<dir>/<suite>.log`, child
  * processes' output is appended there too (appendSuiteLog), and every secret the suite made or saw (api key
- * secrets, passwords, session JWTs) goes to `<dir>/<suite>.secrets`, one JSON string a line.
+ * secrets, passwords, session JWTs, also those inside urls) goes to `<dir>/<suite>.secrets`, one JSON string a line.
  * scripts/check-log-secrets.js, the last step of `npm test`, fails if any secret is in any log. Outside npm test
  * nothing is written and logs go to standard output as before.
  */
@@ -182,6 +182,7 @@ const LOG_DIR = process.env.WS_TEST_LOG_DIR ? resolve(__dirname, '../..', proces
 /** Fields whose values are secrets (in requests the tests send and answers they get). */
 const SECRET_FIELDS = new Set(['api_key_secret', 'password', 'new_password', 'session_jwt', 'vpn_private_key', 'mesh_key', 'private_key']);
 const recorded = new Set<string>();
+const JWT = /eyJ[\w-]+\.eyJ[\w-]+\.[\w-]+/g;
 
 function suiteFile(ext: string): string | null {
   if (!LOG_DIR) return null;
@@ -214,7 +215,10 @@ export function recordSecret(value: unknown): void {
 
 /** Records the value of every secret field in a request or an answer, at any depth (bounded). */
 export function recordSecretsIn(value: unknown, depth = 0): void {
-  if (!LOG_DIR || depth > 8 || value === null || typeof value !== 'object') return;
+  if (!LOG_DIR || depth > 8 || value === null) return;
+  // Session JWTs also travel inside strings (workspace_url, login links).
+  if (typeof value === 'string') for (const jwt of value.match(JWT) ?? []) recordSecret(jwt);
+  if (typeof value !== 'object') return;
   for (const [name, inner] of Object.entries(value as Record<string, unknown>)) {
     if (SECRET_FIELDS.has(name)) recordSecret(inner);
     else recordSecretsIn(inner, depth + 1);
