@@ -17,9 +17,11 @@ import { loadConfig, toWireId } from '@ws/common';
 import { benchDeployment, benchEnv, freePort, treeCpuMs, until, withSetupApi } from './harness';
 import { median } from './stats';
 
+/** dist/ when compiled (the api's main.js is under it); the repository (scripts/) is the working directory of npm run bench. */
 const ROOT = join(__dirname, '..');
+const REPO = process.cwd();
 const SECONDS = Number(process.env.BENCH_OBS_SECONDS ?? 3);
-const ROUNDS = Number(process.env.BENCH_OBS_ROUNDS ?? 4);
+const ROUNDS = Number(process.env.BENCH_OBS_ROUNDS ?? 6);
 const CONNECTIONS = 16;
 const STARTS = Number(process.env.BENCH_IMAGE_STARTS ?? 3);
 const TARGET_RATIO = 0.95;
@@ -91,8 +93,11 @@ async function observabilityCost(): Promise<void> {
     console.log(`\nObservability cost: get_user under autocannon (${CONNECTIONS} connections, ${ROUNDS} alternating rounds of ${SECONDS} s), api processes of their own`);
     console.log(`  metrics + JSON logs on  ${fig(runs.on)}   (log written: ${(statSync(logFile).size / 1e6).toFixed(1)} MB)`);
     console.log(`  both off                ${fig(runs.off)}`);
-    console.log(`  ratio on/off requests/s ${ratio.toFixed(2)} (per round: ${runs.on.map((r, i) => (r.rps / runs.off[i].rps).toFixed(2)).join(' ')})   CPU/req on/off ${(median(runs.on.map((r) => r.cpuUs)) / median(runs.off.map((r) => r.cpuUs))).toFixed(2)}`);
-    console.log(`  target: ≥ ${TARGET_RATIO}: ${ratio >= TARGET_RATIO ? 'met' : 'NOT met'}`);
+    // On a shared machine requests/s swings with other load; CPU per request is steadier, and off/on CPU per
+    // request is the throughput ratio a CPU-bound api would see.
+    const cpuRatio = median(runs.off.map((r) => r.cpuUs)) / median(runs.on.map((r) => r.cpuUs));
+    console.log(`  ratio on/off requests/s ${ratio.toFixed(2)} (per round: ${runs.on.map((r, i) => (r.rps / runs.off[i].rps).toFixed(2)).join(' ')})   CPU-bound ratio (off/on CPU per request) ${cpuRatio.toFixed(2)}`);
+    console.log(`  target ≥ ${TARGET_RATIO}: requests/s ${ratio >= TARGET_RATIO ? 'met' : 'NOT met'}, CPU-bound ${cpuRatio >= TARGET_RATIO ? 'met' : 'NOT met'}`);
   } finally {
     await Promise.all(children.map(stop));
     rmSync(logDir, { recursive: true, force: true });
@@ -101,7 +106,7 @@ async function observabilityCost(): Promise<void> {
 }
 
 async function imageFigures(): Promise<void> {
-  const built = execFileSync('bash', ['scripts/build-compose-images.sh'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const built = execFileSync('bash', ['scripts/build-compose-images.sh'], { cwd: REPO, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   const image = /^WS_COMPOSE_IMAGE=(.+)$/m.exec(built)?.[1];
   if (!image) throw new Error(`scripts/build-compose-images.sh named no service image:\n${built}`);
   const size = Number(execFileSync('docker', ['image', 'inspect', '--format', '{{.Size}}', image], { encoding: 'utf8' }).trim());

@@ -32,7 +32,7 @@ async function main(): Promise<void> {
   const deployment = await benchDeployment('sizing');
   const children: ChildProcess[] = [];
   try {
-    const image = desktopImage(ROOT);
+    const image = desktopImage(process.cwd());
     const { auth, imageId } = await withSetupApi(deployment.settings, async (setup) => {
       const registered = await registerLocalDesktop(setup, { name: image, friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2 });
       return { auth: registered.auth, imageId: toWireId(registered.image.id) };
