@@ -16,7 +16,7 @@ import { benchDeployment, benchEnv, desktopImage, freePort, post, registerLocalD
 import { median } from './stats';
 
 const ROOT = join(__dirname, '..');
-const LAUNCHES = Number(process.env.BENCH_SIZING_LAUNCHES ?? 6);
+const LAUNCHES = Number(process.env.BENCH_SIZING_LAUNCHES ?? 12);
 const IDLE_MS = 10_000;
 
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
