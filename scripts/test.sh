@@ -30,4 +30,9 @@ while IFS= read -r line; do export "$line"; log "compose image $line"; done <<<"
 npm run --silent build
 # Unit tests in parallel; e2e one file at a time (each has its own database, Redis prefix and deployment id).
 npx jest "$@" --selectProjects unit --passWithNoTests
+# Every e2e suite's api and worker log into test-results/logs/<run>/<suite>.log beside the secrets the suite used
+# (test/e2e/harness.ts); the last step fails if any of those secrets is in any of those logs.
+WS_TEST_LOG_DIR="test-results/logs/run-$(date -u +%Y%m%dT%H%M%SZ)-$$"
+export WS_TEST_LOG_DIR
 npx jest "$@" --selectProjects e2e --runInBand --passWithNoTests
+if [ -d "$WS_TEST_LOG_DIR" ]; then node scripts/check-log-secrets.js "$WS_TEST_LOG_DIR"; fi

@@ -1,6 +1,8 @@
 import 'reflect-metadata';
 import { execFileSync } from 'node:child_process';
+import { appendFileSync, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { basename, join, resolve } from 'node:path';
 import type { INestApplicationContext } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import request from 'supertest';
@@ -67,7 +69,7 @@ export class TestApi {
     for (const [name, value] of Object.entries(licensing)) process.env[name] ??= String(value);
     const config = Object.assign(loadConfig(), settings);
     await migrate(config, database);
-    const app = await createApi(settings);
+    const app = await createApi({ ...settings, ...suiteLogging(settings) });
     await app.init();
     await app.getHttpAdapter().getInstance().ready();
     const api = new TestApi(app, config, database, settings);
@@ -102,8 +104,11 @@ export class TestApi {
   /** An operation through the typed client, as {status, body} (use `call` only to send what the client cannot: malformed bodies). */
   async op<N extends OperationName>(operation: N, key: TestKey, body?: RequestOf<N>): Promise<Outcome<ResponseOf<N>>> {
     const client = await this.client(key);
+    recordSecretsIn(body);
     try {
-      return { status: 200, body: (await client.call(operation, body)) as Outcome<ResponseOf<N>>['body'] };
+      const answer = await client.call(operation, body);
+      recordSecretsIn(answer);
+      return { status: 200, body: answer as Outcome<ResponseOf<N>>['body'] };
     } catch (err) {
       if (err instanceof WorkspaceApiError) return { status: err.status, body: err.body as Outcome<ResponseOf<N>>['body'] };
       throw err;
@@ -115,14 +120,15 @@ export class TestApi {
    * be (its own PostgreSQL LISTEN connection and pools). Close it before this api.
    */
   async replica(): Promise<NestFastifyApplication> {
-    const app = await createApi(this.settings);
+    const app = await createApi({ ...this.settings, ...suiteLogging(this.settings) });
     await app.init();
     await app.getHttpAdapter().getInstance().ready();
     return app;
   }
 
   async startWorker(overrides: Partial<AppConfig> = {}): Promise<void> {
-    this.worker = await createWorker({ ...this.settings, ...overrides });
+    const settings = { ...this.settings, ...overrides };
+    this.worker = await createWorker({ ...settings, ...suiteLogging(settings) });
   }
 
   async stopWorker(): Promise<void> {
@@ -137,15 +143,19 @@ export class TestApi {
 
   async key(permissions: Permission[], options: { readOnly?: boolean; expiresAt?: Date } = {}): Promise<TestKey> {
     const { key, secret } = await this.app.get(ApiKeysService).create({ name: 'test', permissions, ...options });
+    recordSecret(secret);
     return { api_key: key.apiKey, api_key_secret: secret };
   }
 
   /** POST /api/public/<operation> with the key in the body, as an integrator calls it. */
   call(operation: string, key: TestKey | null, body: Record<string, unknown> = {}) {
-    return request(this.app.getHttpServer())
+    recordSecretsIn(body);
+    const req = request(this.app.getHttpServer())
       .post(`/api/public/${operation}`)
       .set('content-type', 'application/json')
       .send({ ...(key ?? {}), ...body });
+    req.on('response', (res: { body?: unknown }) => recordSecretsIn(res.body));
+    return req;
   }
 
   raw() {
@@ -157,6 +167,61 @@ export class TestApi {
     await this.app.close();
     for (const c of await this.containers().catch(() => [])) await localDocker().remove(c.id).catch(() => undefined);
     await dropDatabase(this.config, this.database);
+  }
+}
+
+/**
+ * The log-secrets check (issue 23): under `npm test` (WS_TEST_LOG_DIR set), every in-process api and worker of a
+ * suite appends its JSON log lines (LOG_LEVEL `log` unless the suite chose one) to `<dir>/<suite>.log`, child
+ * processes' output is appended there too (appendSuiteLog), and every secret the suite made or saw (api key
+ * secrets, passwords, session JWTs, also those inside urls) goes to `<dir>/<suite>.secrets`, one JSON string a line.
+ * scripts/check-log-secrets.js, the last step of `npm test`, fails if any secret is in any log. Outside npm test
+ * nothing is written and logs go to standard output as before.
+ */
+const LOG_DIR = process.env.WS_TEST_LOG_DIR ? resolve(__dirname, '../..', process.env.WS_TEST_LOG_DIR) : null;
+/** Fields whose values are secrets (in requests the tests send and answers they get). */
+const SECRET_FIELDS = new Set(['api_key_secret', 'password', 'new_password', 'session_jwt', 'vpn_private_key', 'mesh_key', 'private_key']);
+const recorded = new Set<string>();
+const JWT = /eyJ[\w-]+\.eyJ[\w-]+\.[\w-]+/g;
+
+function suiteFile(ext: string): string | null {
+  if (!LOG_DIR) return null;
+  // jest's expect (a global under jest; this file is also compiled by the build, which has no jest types).
+  const testPath = (globalThis as { expect?: { getState(): { testPath?: string } } }).expect?.getState().testPath ?? 'unknown';
+  mkdirSync(LOG_DIR, { recursive: true });
+  return join(LOG_DIR, `${basename(testPath).replace(/\.e2e-spec\.ts$/, '')}.${ext}`);
+}
+
+/** What the harness adds to an in-process api's or worker's settings: its suite's log file. */
+function suiteLogging(settings: Partial<AppConfig>): Partial<AppConfig> {
+  const file = suiteFile('log');
+  return file ? { LOG_FILE: file, LOG_LEVEL: settings.LOG_LEVEL && settings.LOG_LEVEL !== 'warn' ? settings.LOG_LEVEL : 'log' } : {};
+}
+
+/** Appends a child process's output (a worker or api run as its own process) to the suite's log file. */
+export function appendSuiteLog(chunk: Buffer | string): void {
+  const file = suiteFile('log');
+  if (file) appendFileSync(file, chunk);
+}
+
+/** Records a secret the suite used; the final check looks for it in every log of the run. */
+export function recordSecret(value: unknown): void {
+  // Short or masked values (`****`) would match by chance: not secrets worth looking for.
+  if (typeof value !== 'string' || value.length < 8 || /^\*+$/.test(value) || recorded.has(value)) return;
+  recorded.add(value);
+  const file = suiteFile('secrets');
+  if (file) appendFileSync(file, `${JSON.stringify(value)}\n`);
+}
+
+/** Records the value of every secret field in a request or an answer, at any depth (bounded). */
+export function recordSecretsIn(value: unknown, depth = 0): void {
+  if (!LOG_DIR || depth > 8 || value === null) return;
+  // Session JWTs also travel inside strings (workspace_url, login links).
+  if (typeof value === 'string') for (const jwt of value.match(JWT) ?? []) recordSecret(jwt);
+  if (typeof value !== 'object') return;
+  for (const [name, inner] of Object.entries(value as Record<string, unknown>)) {
+    if (SECRET_FIELDS.has(name)) recordSecret(inner);
+    else recordSecretsIn(inner, depth + 1);
   }
 }
 

@@ -1,7 +1,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { AppConfig } from '@ws/common';
-import { freePort, TestApi, TestKey, waitFor } from './harness';
+import { appendSuiteLog, freePort, recordSecret, TestApi, TestKey, waitFor } from './harness';
 
 const ROOT = resolve(__dirname, '../..');
 /** Compiled api entry point: `npm test` builds dist/ first. */
@@ -13,8 +13,12 @@ class ApiProcess {
   private exited = false;
 
   constructor(readonly child: ChildProcess) {
-    child.stdout?.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
-    child.stderr?.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
+    for (const stream of [child.stdout, child.stderr]) {
+      stream?.on('data', (chunk: Buffer) => {
+        this.output += chunk.toString();
+        appendSuiteLog(chunk);
+      });
+    }
     child.once('exit', () => (this.exited = true));
   }
 
@@ -97,6 +101,7 @@ describe('JSON logs', () => {
 
   it('never writes a secret sent in a body or a header', async () => {
     const secrets = ['S3cret-password-never-logged-1', 'S3cret-key-secret-never-logged-2', 'S3cret-basic-never-logged-3', 'S3cret-cookie-never-logged-4'];
+    secrets.forEach(recordSecret);
     await post('create_user', { ...admin, target_user: { username: 'log-secret', password: secrets[0] } }, { 'x-request-id': 'req-logs-secret' });
     await post('get_users', { api_key: admin.api_key, api_key_secret: secrets[1] }, { 'x-request-id': 'req-logs-secret-2' });
     await post('get_users', {}, { authorization: `Basic ${Buffer.from(`${admin.api_key}:${secrets[2]}`).toString('base64')}`, cookie: `session=${secrets[3]}` });

@@ -4,7 +4,7 @@ import { Queue } from 'bullmq';
 import Redis from 'ioredis';
 import { AppConfig } from '@ws/common';
 import { jobId, QUEUES } from '@ws/queue';
-import { waitFor } from './harness';
+import { appendSuiteLog, waitFor } from './harness';
 
 const ROOT = resolve(__dirname, '../..');
 /** Compiled worker entry point: `npm test` builds dist/ first; WS_TEST_WORKER_JS points elsewhere while developing. */
@@ -17,8 +17,12 @@ export class WorkerProcess {
   exitCode: number | null | undefined = undefined;
 
   private constructor(readonly child: ChildProcess) {
-    child.stdout?.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
-    child.stderr?.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
+    for (const stream of [child.stdout, child.stderr]) {
+      stream?.on('data', (chunk: Buffer) => {
+        this.output += chunk.toString();
+        appendSuiteLog(chunk);
+      });
+    }
     this.exited = new Promise((done) => child.once('exit', (code, signal) => {
       this.exitCode = code;
       done({ code, signal });

@@ -194,6 +194,8 @@ export class AppConfig {
   @IsIn(['error', 'warn', 'log', 'debug', 'verbose']) LOG_LEVEL = 'log';
   /** `json` (one JSON object a line) or `pretty` (for a human); unset: pretty on a terminal, JSON otherwise. */
   @IsOptional() @IsIn(['json', 'pretty']) LOG_FORMAT?: string;
+  /** Append the log lines (JSON) to this file instead of writing them to standard output; unset: standard output. */
+  @IsOptional() @IsString() LOG_FILE?: string;
   /** Interface of the Prometheus listener (GET /metrics), never the public port's: keep it on a private address. */
   @IsString() METRICS_HOST = '127.0.0.1';
   /** Port of the Prometheus listener; unset: 9464 for the api, 9465 for the worker; 0: no listener. */
@@ -259,7 +261,7 @@ export class ConfigError extends Error {}
 export function loadConfig(env: Record<string, string | undefined> = process.env): AppConfig {
   const known = Object.keys(new AppConfig());
   const source: Record<string, string> = {};
-  for (const key of [...known, 'DATABASE_PASSWORD', 'METRICS_PORT', 'LOG_FORMAT']) {
+  for (const key of [...known, 'DATABASE_PASSWORD', 'METRICS_PORT', 'LOG_FORMAT', 'LOG_FILE']) {
     const value = env[key];
     if (value !== undefined) source[key] = value;
   }

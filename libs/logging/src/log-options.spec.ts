@@ -1,6 +1,9 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import { logFormat, pinoHttpOptions, requestIdOf } from './log-options';
+import { closeLogFiles, logFileStream, logFormat, pinoHttpOptions, requestIdOf } from './log-options';
 
 describe('log options', () => {
   it('redacts secrets wherever they sit, by configuration', () => {
@@ -28,5 +31,26 @@ describe('log options', () => {
     expect(logFormat({ LOG_LEVEL: 'log', LOG_FORMAT: 'pretty' }, false)).toBe('pretty');
     expect(logFormat({ LOG_LEVEL: 'log' }, true)).toBe('pretty');
     expect(logFormat({ LOG_LEVEL: 'log' }, false)).toBe('json');
+  });
+});
+
+describe('LOG_FILE', () => {
+  it('appends JSON lines to the file, whatever LOG_FORMAT says, one descriptor per path', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ws-log-file-'));
+    const path = join(dir, 'sub', 'run.log');
+    try {
+      const settings = { LOG_LEVEL: 'log', LOG_FORMAT: 'pretty', LOG_FILE: path };
+      expect(logFormat(settings, true)).toBe('json');
+      const { redact, formatters, messageKey, timestamp } = pinoHttpOptions(settings, 'test');
+      const first = pino({ redact, formatters, messageKey, timestamp }, logFileStream(path));
+      const second = pino({ redact, formatters, messageKey, timestamp }, logFileStream(path));
+      first.info({ password: 'never-in-the-file' }, 'one');
+      second.info('two');
+      const lines = readFileSync(path, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      expect(lines).toMatchObject([{ msg: 'one', password: '[redacted]' }, { msg: 'two' }]);
+    } finally {
+      closeLogFiles();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

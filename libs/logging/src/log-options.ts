@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
+import { dirname } from 'node:path';
 import type { Options } from 'pino-http';
 
 /** Fields whose values never reach a log line, wherever they appear (top level or nested two deep). */
@@ -23,10 +25,12 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export interface LogSettings {
   LOG_LEVEL: string;
   LOG_FORMAT?: string;
+  LOG_FILE?: string;
 }
 
-/** `pretty` (pino-pretty, for a human at a terminal) or `json`; unset: pretty on a terminal, JSON otherwise. */
+/** `pretty` (pino-pretty, for a human at a terminal) or `json`; unset: pretty on a terminal, JSON otherwise; always JSON into LOG_FILE. */
 export function logFormat(settings: LogSettings, isTTY = Boolean(process.stdout.isTTY)): 'json' | 'pretty' {
+  if (settings.LOG_FILE) return 'json';
   if (settings.LOG_FORMAT === 'json' || settings.LOG_FORMAT === 'pretty') return settings.LOG_FORMAT;
   return isTTY ? 'pretty' : 'json';
 }
@@ -64,4 +68,28 @@ export function pinoHttpOptions(settings: LogSettings, role: string): Options {
     customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : 'info'),
     ...(pretty ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:standard', messageKey: 'msg' } } } : {}),
   };
+}
+
+/** One descriptor per LOG_FILE path and process (several apps of one process, as in the e2e tests, share it). */
+const logFiles = new Map<string, number>();
+
+/**
+ * Where the lines go when LOG_FILE is set: appended to that file (created with its directory), written
+ * synchronously so that a process that exits loses none.
+ */
+export function logFileStream(path: string): { write(line: string): void } {
+  let fd = logFiles.get(path);
+  if (fd === undefined) {
+    mkdirSync(dirname(path), { recursive: true });
+    fd = openSync(path, 'a');
+    logFiles.set(path, fd);
+  }
+  const target = fd;
+  return { write: (line: string) => void writeSync(target, line) };
+}
+
+/** Closes every LOG_FILE descriptor (tests). */
+export function closeLogFiles(): void {
+  for (const fd of logFiles.values()) closeSync(fd);
+  logFiles.clear();
 }

@@ -2,7 +2,7 @@ import { DynamicModule, Global, Module } from '@nestjs/common';
 import { LoggerModule, PinoLogger } from 'nestjs-pino';
 import { storage, Store } from 'nestjs-pino/storage';
 import { AppConfig } from '@ws/common';
-import { pinoHttpOptions } from './log-options';
+import { logFileStream, pinoHttpOptions } from './log-options';
 
 /**
  * pino as Nest's logger (nestjs-pino): JSON lines (LOG_FORMAT), LOG_LEVEL, secrets redacted. In the api every
@@ -15,7 +15,13 @@ export class LoggingModule {
   static forRoot(role: 'api' | 'worker' | 'cli'): DynamicModule {
     return {
       module: LoggingModule,
-      imports: [LoggerModule.forRootAsync({ inject: [AppConfig], useFactory: (config: AppConfig) => ({ pinoHttp: pinoHttpOptions(config, role), assignResponse: true }) })],
+      imports: [LoggerModule.forRootAsync({
+        inject: [AppConfig],
+        useFactory: (config: AppConfig) => {
+          const options = pinoHttpOptions(config, role);
+          return { pinoHttp: config.LOG_FILE ? [options, logFileStream(config.LOG_FILE)] : options, assignResponse: true };
+        },
+      })],
       exports: [LoggerModule],
     };
   }

@@ -91,7 +91,7 @@ export function registerQueueDashboard(fastify: FastifyInstance, deps: QueueDash
       refreshQueues();
       return undefined;
     } catch (error) {
-      const { status, body, retryAfterSeconds } = describeError(error);
+      const { status, body, retryAfterSeconds } = describeError(error, request.id);
       if (status === 401) void reply.header('www-authenticate', 'Basic realm="workspace-server queues", charset="UTF-8"');
       // As the api's exception filter: every 503 says when to come back.
       const retryAfter = retryAfterSeconds ?? (status === 503 ? RETRY_AFTER_SECONDS : undefined);

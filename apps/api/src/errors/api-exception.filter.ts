@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger, Optional } from '@nestjs/common';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, dependencyOutage, ErrorCode, httpStatusFor, RETRY_AFTER_SECONDS } from '@ws/common';
 import { Metrics } from '@ws/metrics';
 import { ReplayedAnswer } from './replayed-answer';
@@ -22,8 +22,12 @@ const FASTIFY_ERRORS: Record<string, [ErrorCode, string]> = {
 
 const logger = new Logger('Errors');
 
-/** Every failure leaves as `{error_message}` with the status of its code; an unexpected one gets an error_id, never a stack. */
-export function describeError(error: unknown): ErrorBody {
+/**
+ * Every failure leaves as `{error_message}` with the status of its code; an unexpected one gets an error_id, never a
+ * stack. The error_id is the request's id when known (`requestId`: Fastify's, echoed in X-Request-Id and on every
+ * log line of the request), so the answer, the log line and the header name the same request.
+ */
+export function describeError(error: unknown, requestId?: string): ErrorBody {
   if (error instanceof ReplayedAnswer) return { status: error.status, body: error.body };
   if (error instanceof ApiError) {
     return { status: httpStatusFor(error.code), body: { error_message: error.message, ...error.details }, retryAfterSeconds: error.retryAfterSeconds };
@@ -48,7 +52,7 @@ export function describeError(error: unknown): ErrorBody {
     logger.warn(`dependency outage (${dependency}): ${(error as Error)?.message ?? String(error)}`);
     return { status: httpStatusFor(ErrorCode.Unavailable), body: { error_message: `${dependency} is unavailable; retry later` }, retryAfterSeconds: RETRY_AFTER_SECONDS };
   }
-  const errorId = randomUUID().replace(/-/g, '');
+  const errorId = requestId || randomUUID().replace(/-/g, '');
   logger.error(`error_id=${errorId} ${(error as Error)?.stack ?? String(error)}`);
   return { status: 500, body: { error_message: 'Internal error', error_id: errorId } };
 }
@@ -74,7 +78,8 @@ export class ApiExceptionFilter implements ExceptionFilter {
   catch(error: unknown, host: ArgumentsHost): void {
     if (host.getType() !== 'http') throw error;
     const reply = host.switchToHttp().getResponse<FastifyReply>();
-    const { status, body, retryAfterSeconds } = describeError(error);
+    const request = host.switchToHttp().getRequest<FastifyRequest | undefined>();
+    const { status, body, retryAfterSeconds } = describeError(error, request?.id);
     const outage = outageDependency(error, status);
     if (outage) this.metrics?.dependencyOutages.inc({ dependency: outage });
     // Every 503 says when to come back; a service that knows better sets its own.
