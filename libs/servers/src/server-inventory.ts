@@ -41,6 +41,8 @@ export class ServerInventory {
       for (const tag of image.tags) entries.set(tag, image.id);
     }
     await this.rows.manager.transaction(async (tx) => {
+      // One inventory write per server at a time (a health round and a CLI copy can meet); the server row stays free.
+      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`server_images:${server.id}`]);
       await tx.delete(ServerImage, { serverId: server.id });
       const now = new Date();
       const batch = [...entries].map(([reference, imageId]) => ({ serverId: server.id, reference, imageId, seenAt: now }));

@@ -1,0 +1,124 @@
+/**
+ * Two real Docker engines (issue 24, points 1, 4 and 5): this machine's engine and a second dockerd the suite starts
+ * (test/e2e/second-engine.ts: its own data root and bridge, loopback TCP with mutual TLS), registered with
+ * `server add … --tls-ca --tls-cert --tls-key`. The second starts with no image: a launch that needs one it lacks
+ * fails with a 503 naming the image until `image distribute` copies it there (docker save → docker load through the
+ * API). Then a workspace on each engine (pinned by its image's zone) runs and is reached through its host's
+ * publish address: screenshot, exec and a VNC stream through the gateway; destroying leaves no container on either.
+ * Real api, worker, PostgreSQL, Redis and both engines.
+ */
+import * as jpeg from 'jpeg-js';
+import { LABELS } from '@ws/agent';
+import { runCli as cli, useApiForCli } from './cli-runner';
+import { closeStream, openStream, waitForRemovedWorkspace, waitForRunningWorkspace } from './fixtures';
+import { desktopImage, localDocker, TestApi, TestKey, waitFor } from './harness';
+import { SecondEngine } from './second-engine';
+
+jest.setTimeout(600_000);
+
+describe('two Docker engines: images copied through the service, workspaces on each reached through the gateway (issue 24)', () => {
+  let engine: SecondEngine;
+  let api: TestApi;
+  let base: string;
+  let admin: TestKey;
+  let key: TestKey;
+  let userId: string;
+  const imageIds: Record<'local' | 'second', string> = { local: '', second: '' };
+  let restoreEnv: () => Promise<void> = async () => undefined;
+
+  beforeAll(async () => {
+    engine = await SecondEngine.start();
+    api = await TestApi.start({ SERVER_HEALTH_INTERVAL_MS: 1000, SERVER_HEALTH_TIMEOUT_MS: 2000 }, { worker: true });
+    base = await api.listen();
+    restoreEnv = useApiForCli(api);
+    await cli('zone', 'add', 'second');
+    await cli('server', 'add', 'local', '--endpoint', 'unix:///var/run/docker.sock', '--cores', '4', '--memory', '8G');
+    const second = JSON.parse(await cli(
+      'server', 'add', 'second', '--endpoint', engine.endpoint, '--zone', 'second', '--publish-host', '127.0.0.1',
+      '--tls-ca', engine.tls.ca, '--tls-cert', engine.tls.cert, '--tls-key', engine.tls.key, '--json',
+    ));
+    // Capacity read from the engine through mutual TLS.
+    expect(second).toEqual(expect.objectContaining({ hostname: 'second', endpoint: engine.endpoint, zone: 'second', cores: expect.any(Number), health: 'up' }));
+    expect(second.cores).toBeGreaterThan(0);
+    for (const [name, zone] of [['local', 'default'], ['second', 'second']] as const) {
+      const added = JSON.parse(await cli('image', 'add', desktopImage(), '--friendly-name', `Desktop on ${name}`, '--zone', zone, '--cores', '0.5', '--memory', '512M', '--x-res', '800', '--y-res', '600', '--json'));
+      imageIds[name] = added.image_id;
+    }
+    admin = await api.key(['Global Admin']);
+    key = await api.key(['Users Auth Session', 'User']);
+    userId = (await api.call('create_user', admin, { target_user: { username: 'two-engines' } })).body.user.user_id;
+  });
+  afterAll(async () => {
+    await restoreEnv();
+    await api?.close();
+    await engine?.stop();
+  });
+
+  const ourContainers = async (host: ReturnType<typeof localDocker>) => host.listByLabels({ [LABELS.deploymentId]: api.config.DEPLOYMENT_ID });
+
+  it('the second engine shares no image with the first; a launch that needs one it lacks is refused with a 503 naming it', async () => {
+    expect(await engine.host().imageExists(desktopImage())).toBe(false);
+    const refused = await api.call('request_workspace', key, { user_id: userId, image_id: imageIds.second });
+    expect(refused.status).toBe(503);
+    expect(refused.body.error_message).toContain(`image Desktop on second, ${desktopImage()}, is on no reachable server`);
+  });
+
+  it('image distribute copies it through the Docker API, with progress on stderr, and placement knows at once', async () => {
+    const progress: string[] = [];
+    const spy = jest.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => (progress.push(String(chunk)), true));
+    let answer: string;
+    try {
+      answer = await cli('image', 'distribute', desktopImage(), '--server', 'second', '--json');
+    } finally {
+      spy.mockRestore();
+    }
+    expect(JSON.parse(answer)).toEqual({ image: desktopImage(), source: 'local', copied: ['second'], present: [] });
+    expect(progress.at(-1)).toMatch(new RegExp(`^copied ${desktopImage()} local → second: \\d+\\.\\d MiB\\n$`));
+    expect(await engine.host().imageExists(desktopImage())).toBe(true);
+    // Again: nothing to copy.
+    expect(JSON.parse(await cli('image', 'distribute', desktopImage(), '--server', 'second', '--json'))).toEqual(expect.objectContaining({ copied: [], present: ['second'] }));
+  });
+
+  it('a workspace on each engine runs, answers a screenshot and exec, and streams through the gateway; destroy leaves no container', async () => {
+    const launched: Record<string, { workspace_id: string; hostname: string; container_id: string; jwt: string }> = {};
+    for (const name of ['local', 'second'] as const) {
+      const res = await api.call('request_workspace', key, { user_id: userId, image_id: imageIds[name] });
+      expect(res.status).toBe(200);
+      const running = await waitForRunningWorkspace(api, key, res.body.workspace_id, userId);
+      launched[name] = { ...running.workspace, jwt: running.workspace_url.split('/').pop() };
+      expect(launched[name].hostname).toBe(name);
+    }
+    expect((await ourContainers(localDocker())).map((c) => c.id)).toEqual([launched.local.container_id]);
+    expect((await ourContainers(engine.host())).map((c) => c.id)).toEqual([launched.second.container_id]);
+
+    for (const name of ['local', 'second'] as const) {
+      const { workspace_id } = launched[name];
+      const shot = await api.call('get_workspace_screenshot', key, { workspace_id, user_id: userId, width: 400 }).buffer(true).parse((r, cb) => {
+        const chunks: Buffer[] = [];
+        r.on('data', (c: Buffer) => chunks.push(c));
+        r.on('end', () => cb(null, Buffer.concat(chunks)));
+      });
+      expect(shot.status).toBe(200);
+      expect(jpeg.decode(shot.body as Buffer).width).toBe(400);
+
+      const exec = await api.call('exec_command_workspace', admin, { workspace_id, user_id: userId, exec_config: { cmd: 'hostname; echo engine-ok' }, wait: true });
+      expect(exec.status).toBe(200);
+      expect(JSON.stringify(exec.body)).toContain('engine-ok');
+
+      const stream = await openStream(base, workspace_id, launched[name].jwt);
+      try {
+        await stream.rfb.captureFrame({ timeoutMs: 15_000 });
+        expect([stream.rfb.width, stream.rfb.height]).toEqual([800, 600]);
+      } finally {
+        await closeStream(stream);
+      }
+    }
+
+    for (const name of ['local', 'second'] as const) {
+      expect((await api.call('destroy_workspace', key, { workspace_id: launched[name].workspace_id, user_id: userId })).status).toBe(200);
+    }
+    for (const name of ['local', 'second'] as const) await waitForRemovedWorkspace(api, key, launched[name].workspace_id, userId);
+    await waitFor('no container left on either engine', async () =>
+      ((await ourContainers(localDocker())).length === 0 && (await ourContainers(engine.host())).length === 0 ? true : undefined), 60_000);
+  });
+});
