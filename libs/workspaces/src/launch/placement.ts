@@ -52,7 +52,7 @@ export async function reserveServer(tx: EntityManager, image: Image, constraints
  * The candidates whose engine holds a container image by their image inventory (@ws/servers' ServerInventory,
  * table server_images); a server whose inventory was never taken counts as holding it. None: 503 naming the image.
  */
-async function holdingImage(tx: EntityManager, image: Image, candidates: Server[]): Promise<Server[]> {
+export async function holdingImage(tx: EntityManager, image: Image, candidates: Server[]): Promise<Server[]> {
   if (image.kind !== 'container') return candidates;
   const inventoried = candidates.filter((s) => s.imagesCheckedAt !== null);
   if (inventoried.length === 0) return candidates;
