@@ -23,7 +23,7 @@ describe('two Docker engines: images copied through the service, workspaces on e
   let admin: TestKey;
   let key: TestKey;
   let userId: string;
-  const imageIds: Record<'local' | 'second', string> = { local: '', second: '' };
+  const imageIds: Record<'local' | 'second' | 'anywhere', string> = { local: '', second: '', anywhere: '' };
   let restoreEnv: () => Promise<void> = async () => undefined;
 
   beforeAll(async () => {
@@ -40,8 +40,8 @@ describe('two Docker engines: images copied through the service, workspaces on e
     // Capacity read from the engine through mutual TLS.
     expect(second).toEqual(expect.objectContaining({ hostname: 'second', endpoint: engine.endpoint, zone: 'second', cores: expect.any(Number), health: 'up' }));
     expect(second.cores).toBeGreaterThan(0);
-    for (const [name, zone] of [['local', 'default'], ['second', 'second']] as const) {
-      const added = JSON.parse(await cli('image', 'add', desktopImage(), '--friendly-name', `Desktop on ${name}`, '--zone', zone, '--cores', '0.5', '--memory', '512M', '--x-res', '800', '--y-res', '600', '--json'));
+    for (const [name, zone] of [['local', 'default'], ['second', 'second'], ['anywhere', null]] as const) {
+      const added = JSON.parse(await cli('image', 'add', desktopImage(), '--friendly-name', `Desktop on ${name}`, ...(zone ? ['--zone', zone] : []), '--cores', '0.5', '--memory', '512M', '--x-res', '800', '--y-res', '600', '--json'));
       imageIds[name] = added.image_id;
     }
     admin = await api.key(['Global Admin']);
@@ -121,4 +121,42 @@ describe('two Docker engines: images copied through the service, workspaces on e
     await waitFor('no container left on either engine', async () =>
       ((await ourContainers(localDocker())).length === 0 && (await ourContainers(engine.host())).length === 0 ? true : undefined), 60_000);
   });
+
+  it('stopping the second engine sends new launches to the first, reports its workspaces, and starting it again reconciles (point 8)', async () => {
+    const serverNamed = async (hostname: string) => (JSON.parse(await cli('server', 'list', '--json')) as Array<{ hostname: string; health: string }>).find((s) => s.hostname === hostname);
+    const res = await api.call('request_workspace', key, { user_id: userId, image_id: imageIds.second });
+    const affected = (await waitForRunningWorkspace(api, key, res.body.workspace_id, userId)).workspace;
+    expect(affected.hostname).toBe('second');
+
+    await engine.halt();
+    await waitFor('second marked down', async () => ((await serverNamed('second'))?.health === 'down' ? true : undefined), 60_000, 200);
+    const status = await api.call('get_workspace_status', key, { workspace_id: affected.workspace_id, user_id: userId });
+    expect(status.body.operational_message).toMatch(/^The workspace's host second is unreachable since /);
+    expect(status.body.server).toEqual(expect.objectContaining({ hostname: 'second', health: 'down' }));
+    // New launches go to the engine that answers; one only the stopped engine may run is refused.
+    const elsewhere = await api.call('request_workspace', key, { user_id: userId, image_id: imageIds.anywhere });
+    expect(elsewhere.status).toBe(200);
+    expect((await waitForRunningWorkspace(api, key, elsewhere.body.workspace_id, userId)).workspace.hostname).toBe('local');
+    const refused = await api.call('request_workspace', key, { user_id: userId, image_id: imageIds.second });
+    expect(refused.status).toBe(503);
+    expect(refused.body.error_message).toMatch(/every server that can run image Desktop on second is unreachable/);
+
+    // Started again on the same data root: marked up, its workspace no longer reported unreachable, the images still there.
+    await engine.resume();
+    await waitFor('second marked up', async () => ((await serverNamed('second'))?.health === 'up' ? true : undefined), 60_000, 200);
+    expect(await engine.host().imageExists(desktopImage())).toBe(true);
+    const back = await api.call('get_workspace_status', key, { workspace_id: affected.workspace_id, user_id: userId });
+    expect(back.body.operational_message ?? '').not.toMatch(/unreachable/);
+
+    // Nothing lost or duplicated: each workspace has one container on its own engine, and destroying both leaves none.
+    expect((await ourContainers(engine.host())).map((c) => c.id)).toEqual([affected.container_id]);
+    expect(await ourContainers(localDocker())).toHaveLength(1);
+    for (const id of [affected.workspace_id, elsewhere.body.workspace_id]) {
+      expect((await api.call('destroy_workspace', key, { workspace_id: id, user_id: userId })).status).toBe(200);
+    }
+    for (const id of [affected.workspace_id, elsewhere.body.workspace_id]) await waitForRemovedWorkspace(api, key, id, userId);
+    await waitFor('no container left on either engine', async () =>
+      ((await ourContainers(localDocker())).length === 0 && (await ourContainers(engine.host())).length === 0 ? true : undefined), 60_000);
+  });
 });
+
