@@ -8,6 +8,7 @@
  * Real api, worker, PostgreSQL, Redis and both engines.
  */
 import * as jpeg from 'jpeg-js';
+import type { Response } from 'superagent';
 import { LABELS } from '@ws/agent';
 import { runCli as cli, useApiForCli } from './cli-runner';
 import { closeStream, openStream, waitForRemovedWorkspace, waitForRunningWorkspace } from './fixtures';
@@ -15,6 +16,13 @@ import { desktopImage, localDocker, TestApi, TestKey, waitFor } from './harness'
 import { SecondEngine } from './second-engine';
 
 jest.setTimeout(600_000);
+
+/** A supertest parser that keeps the body's bytes. */
+const bytesOf = (res: Response, done: (err: Error | null, body: unknown) => void) => {
+  const chunks: Buffer[] = [];
+  (res as unknown as NodeJS.ReadableStream).on('data', (c: Buffer) => chunks.push(c));
+  (res as unknown as NodeJS.ReadableStream).on('end', () => done(null, Buffer.concat(chunks)));
+};
 
 describe('two Docker engines: images copied through the service, workspaces on each reached through the gateway (issue 24)', () => {
   let engine: SecondEngine;
@@ -93,17 +101,23 @@ describe('two Docker engines: images copied through the service, workspaces on e
 
     for (const name of ['local', 'second'] as const) {
       const { workspace_id } = launched[name];
-      const shot = await api.call('get_workspace_screenshot', key, { workspace_id, user_id: userId, width: 400 }).buffer(true).parse((r, cb) => {
-        const chunks: Buffer[] = [];
-        r.on('data', (c: Buffer) => chunks.push(c));
-        r.on('end', () => cb(null, Buffer.concat(chunks)));
-      });
+      const shot = await api.call('get_workspace_screenshot', key, { workspace_id, user_id: userId, width: 400 }).buffer(true).parse(bytesOf);
       expect(shot.status).toBe(200);
       expect(jpeg.decode(shot.body as Buffer).width).toBe(400);
 
       const exec = await api.call('exec_command_workspace', admin, { workspace_id, user_id: userId, exec_config: { cmd: 'hostname; echo engine-ok' }, wait: true });
       expect(exec.status).toBe(200);
       expect(JSON.stringify(exec.body)).toContain('engine-ok');
+
+      // In-session files: a file the user saves in ~/Downloads is listed and downloaded through the api.
+      await api.call('exec_command_workspace', admin, { workspace_id, user_id: userId, exec_config: { cmd: `mkdir -p "$HOME/Downloads" && printf 'made on ${name}' > "$HOME/Downloads/on-${name}.txt"` }, wait: true });
+      const cookie = `ws_stream=${launched[name].jwt}`;
+      const listed = await api.raw().get(`/api/stream/${workspace_id}/downloads`).set('cookie', cookie).set('origin', base);
+      expect(listed.status).toBe(200);
+      expect(listed.body.files.map((f: { name: string }) => f.name)).toEqual([`on-${name}.txt`]);
+      const file = await api.raw().get(`/api/stream/${workspace_id}/downloads/on-${name}.txt`).set('cookie', cookie).set('origin', base).buffer(true).parse(bytesOf);
+      expect(file.status).toBe(200);
+      expect((file.body as Buffer).toString()).toBe(`made on ${name}`);
 
       const stream = await openStream(base, workspace_id, launched[name].jwt);
       try {
@@ -145,8 +159,10 @@ describe('two Docker engines: images copied through the service, workspaces on e
     await engine.resume();
     await waitFor('second marked up', async () => ((await serverNamed('second'))?.health === 'up' ? true : undefined), 60_000, 200);
     expect(await engine.host().imageExists(desktopImage())).toBe(true);
+    // Docker stopped its containers when it stopped (no live-restore): the read reports that, not the host.
     const back = await api.call('get_workspace_status', key, { workspace_id: affected.workspace_id, user_id: userId });
-    expect(back.body.operational_message ?? '').not.toMatch(/unreachable/);
+    expect(JSON.stringify(back.body)).not.toMatch(/unreachable/);
+    expect(JSON.stringify(back.body)).toMatch(/The workspace container stopped \(exited/);
 
     // Nothing lost or duplicated: each workspace has one container on its own engine, and destroying both leaves none.
     expect((await ourContainers(engine.host())).map((c) => c.id)).toEqual([affected.container_id]);
