@@ -7,6 +7,10 @@
  * publish address: screenshot, exec and a VNC stream through the gateway; destroying leaves no container on either.
  * Real api, worker, PostgreSQL, Redis and both engines.
  */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import * as jpeg from 'jpeg-js';
 import type { Response } from 'superagent';
 import { LABELS } from '@ws/agent';
@@ -33,6 +37,7 @@ describe('two Docker engines: images copied through the service, workspaces on e
   let userId: string;
   const imageIds: Record<'local' | 'second' | 'anywhere', string> = { local: '', second: '', anywhere: '' };
   let restoreEnv: () => Promise<void> = async () => undefined;
+  const cleanups: Array<() => Promise<void>> = [];
 
   beforeAll(async () => {
     engine = await SecondEngine.start();
@@ -57,6 +62,7 @@ describe('two Docker engines: images copied through the service, workspaces on e
     userId = (await api.call('create_user', admin, { target_user: { username: 'two-engines' } })).body.user.user_id;
   });
   afterAll(async () => {
+    for (const cleanup of cleanups) await cleanup().catch(() => undefined);
     await restoreEnv();
     await api?.close();
     await engine?.stop();
@@ -85,6 +91,37 @@ describe('two Docker engines: images copied through the service, workspaces on e
     expect(await engine.host().imageExists(desktopImage())).toBe(true);
     // Again: nothing to copy.
     expect(JSON.parse(await cli('image', 'distribute', desktopImage(), '--server', 'second', '--json'))).toEqual(expect.objectContaining({ copied: [], present: ['second'] }));
+  });
+
+  it('image add --distribute and server add --copy-images copy on request', async () => {
+    // A tiny image of one file, made on the first engine only (docker import).
+    const tiny = `ws-e2e-tiny:${api.config.DEPLOYMENT_ID}`;
+    const dir = mkdtempSync('/tmp/ws-e2e-tiny-');
+    writeFileSync(join(dir, 'hello.txt'), 'hello');
+    const tar = execFileSync('tar', ['-c', '-C', dir, 'hello.txt']);
+    rmSync(dir, { recursive: true, force: true });
+    const [repo, tag] = tiny.split(':');
+    const imported = (await localDocker().docker.importImage(Readable.from([tar]) as unknown as string, { repo, tag })) as NodeJS.ReadableStream;
+    await new Promise((resolve, reject) => imported.on('end', resolve).on('error', reject).resume());
+    cleanups.push(() => localDocker().docker.getImage(tiny).remove().then(() => undefined));
+    expect(await engine.host().imageExists(tiny)).toBe(false);
+
+    const quietly = async (...args: string[]) => {
+      const spy = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
+      try {
+        return await cli(...args);
+      } finally {
+        spy.mockRestore();
+      }
+    };
+    await quietly('image', 'add', tiny, '--friendly-name', 'Tiny', '--distribute');
+    expect(await engine.host().imageExists(tiny)).toBe(true);
+
+    await engine.host().docker.getImage(tiny).remove();
+    await quietly('server', 'add', 'second', '--endpoint', engine.endpoint, '--zone', 'second', '--tls-ca', engine.tls.ca, '--tls-cert', engine.tls.cert, '--tls-key', engine.tls.key, '--copy-images');
+    expect(await engine.host().imageExists(tiny)).toBe(true);
+    // It is not a desktop: out of the catalog again.
+    await cli('image', 'remove', 'Tiny');
   });
 
   it('a workspace on each engine runs, answers a screenshot and exec, and streams through the gateway; destroy leaves no container', async () => {
