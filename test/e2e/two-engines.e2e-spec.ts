@@ -4,16 +4,19 @@
  * `server add … --tls-ca --tls-cert --tls-key`. The second starts with no image: a launch that needs one it lacks
  * fails with a 503 naming the image until `image distribute` copies it there (docker save → docker load through the
  * API). Then a workspace on each engine (pinned by its image's zone) runs and is reached through its host's
- * publish address: screenshot, exec and a VNC stream through the gateway; destroying leaves no container on either.
+ * publish address: screenshot, exec, downloads and a VNC stream through the gateway, and it is isolated by the
+ * firewall for its engine's bridge; destroying leaves no container on either. Stopping the second engine mid-run
+ * sends launches to the first; started again it is reconciled (point 8).
  * Real api, worker, PostgreSQL, Redis and both engines.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { AddressInfo, createServer, Server as NetServer } from 'node:net';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import * as jpeg from 'jpeg-js';
 import type { Response } from 'superagent';
-import { LABELS } from '@ws/agent';
+import { LABELS, WORKSPACE_NETWORK } from '@ws/agent';
 import { runCli as cli, useApiForCli } from './cli-runner';
 import { closeStream, openStream, waitForRemovedWorkspace, waitForRunningWorkspace } from './fixtures';
 import { desktopImage, localDocker, TestApi, TestKey, waitFor } from './harness';
@@ -38,9 +41,16 @@ describe('two Docker engines: images copied through the service, workspaces on e
   const imageIds: Record<'local' | 'second' | 'anywhere', string> = { local: '', second: '', anywhere: '' };
   let restoreEnv: () => Promise<void> = async () => undefined;
   const cleanups: Array<() => Promise<void>> = [];
+  let listener: NetServer;
+  let listenerPort: number;
 
   beforeAll(async () => {
     engine = await SecondEngine.start();
+    // A service of the host on every address: no workspace may reach it.
+    listener = createServer((socket) => socket.on('error', () => undefined).end());
+    await new Promise<void>((resolve, reject) => listener.once('error', reject).listen(0, '0.0.0.0', () => resolve()));
+    listenerPort = (listener.address() as AddressInfo).port;
+    cleanups.push(() => new Promise<void>((resolve) => listener.close(() => resolve())));
     api = await TestApi.start({ SERVER_HEALTH_INTERVAL_MS: 1000, SERVER_HEALTH_TIMEOUT_MS: 2000 }, { worker: true });
     base = await api.listen();
     restoreEnv = useApiForCli(api);
@@ -145,6 +155,18 @@ describe('two Docker engines: images copied through the service, workspaces on e
       const exec = await api.call('exec_command_workspace', admin, { workspace_id, user_id: userId, exec_config: { cmd: 'hostname; echo engine-ok' }, wait: true });
       expect(exec.status).toBe(200);
       expect(JSON.stringify(exec.body)).toContain('engine-ok');
+
+      // Isolated as on the first engine (the firewall for this engine's bridge): the workspace reaches its own VNC
+      // server over its address (the probe works) but not a service of the host at its bridge's gateway.
+      const host = name === 'local' ? localDocker() : engine.host();
+      const own = await host.inspect(launched[name].container_id);
+      const network = (await host.docker.getNetwork(WORKSPACE_NETWORK.name).inspect()) as { IPAM: { Config: Array<{ Gateway?: string }> }; Options: Record<string, string> };
+      expect(network.Options['com.docker.network.bridge.name']).toBe(name === 'local' ? WORKSPACE_NETWORK.bridge : engine.isolatedBridge);
+      const probe = async (address: string, port: number) => (await api.call('exec_command_workspace', admin, {
+        workspace_id, user_id: userId, wait: true, exec_config: { cmd: `timeout 5 bash -c 'exec 3<>/dev/tcp/${address}/${port} && echo open' 2>&1; echo "exit=$?"` },
+      })).body;
+      expect(JSON.stringify(await probe(own.ip as string, 5900))).toContain('open');
+      expect(JSON.stringify(await probe(network.IPAM.Config[0].Gateway as string, listenerPort))).not.toContain('open');
 
       // In-session files: a file the user saves in ~/Downloads is listed and downloaded through the api.
       await api.call('exec_command_workspace', admin, { workspace_id, user_id: userId, exec_config: { cmd: `mkdir -p "$HOME/Downloads" && printf 'made on ${name}' > "$HOME/Downloads/on-${name}.txt"` }, wait: true });
