@@ -29,8 +29,19 @@ const quietly = (fn: () => unknown) => {
   }
 };
 
+function linkExists(name: string): boolean {
+  try {
+    run('ip', ['link', 'show', name]);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export class SecondEngine {
   private process: ChildProcess | null = null;
+  /** The first engine's interfaces when this one started: it must never remove them (checked after each boot). */
+  private firstEngineLinks: string[] = [];
   private exited: Promise<void> = Promise.resolve();
 
   private constructor(
@@ -62,6 +73,7 @@ export class SecondEngine {
     const engine = new SecondEngine(dir, await freePort(), `wse2b${tag}`, `10.213.${octet}.1/24`, `wse2i${tag}`, {
       ca: join(dir, 'ca.pem'), cert: join(dir, 'client-cert.pem'), key: join(dir, 'client-key.pem'),
     });
+    engine.firstEngineLinks = ['docker0', 'ws-isolated'].filter(linkExists);
     try {
       engine.makeCertificates();
       engine.makeBridge();
@@ -100,8 +112,9 @@ export class SecondEngine {
     const child = spawn('dockerd', [
       '--data-root', join(d, 'data'), '--exec-root', join(d, 'exec'), '--pidfile', join(d, 'dockerd.pid'),
       '--bridge', this.bridge, '--iptables=false', '--storage-driver=overlay2',
-      // Its own ranges for networks it makes (the isolated one), apart from the first engine's.
-      '--default-address-pool', `base=10.214.${this.subnet.split('.')[2]}.0/24,size=28`,
+      // No --default-address-pool: with it, a restart (halt/resume) makes dockerd delete the interface named
+      // docker0 (Docker's removeDefaultBridgeInterface), which is the FIRST engine's. Networks it makes take free
+      // ranges from the default pools, skipping the ones this machine's routes already use.
       '--label', `workspace-server.isolated-bridge=${this.isolatedBridge}`,
       '-H', `tcp://127.0.0.1:${this.port}`, '--tlsverify', '--tlscacert', join(d, 'ca.pem'), '--tlscert', join(d, 'server-cert.pem'), '--tlskey', join(d, 'server-key.pem'),
     ], { stdio: ['ignore', log, log], detached: false });
@@ -112,6 +125,8 @@ export class SecondEngine {
       if (child.exitCode !== null) throw new Error(`dockerd exited (${child.exitCode}): ${readFileSync(join(d, 'dockerd.log'), 'utf8').slice(-2000)}`);
       return (await host.ping(2_000).catch(() => false)) || undefined;
     }, timeoutMs, 200);
+    const lost = this.firstEngineLinks.filter((link) => !linkExists(link));
+    if (lost.length) throw new Error(`the second engine removed the first engine's interface(s) ${lost.join(', ')}`);
   }
 
   /** Firewall rules for this engine's isolated bridge (the same script the first engine gets). */
