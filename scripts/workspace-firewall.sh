@@ -19,9 +19,13 @@ SCRIPT_DIR="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source-path=SCRIPTDIR source=lib/common.sh
 . "$SCRIPT_DIR/lib/common.sh"
 
-BRIDGE=ws-isolated
+# A second engine on the same machine (its own network namespace is shared) names its isolated bridge otherwise:
+# the agent reads the engine label workspace-server.isolated-bridge; pass the same name here (chains get a suffix).
+BRIDGE="${WS_ISOLATED_BRIDGE:-ws-isolated}"
+[[ "$BRIDGE" =~ ^[a-zA-Z0-9_.-]{1,15}$ ]] || die "WS_ISOLATED_BRIDGE must be a Linux interface name (got $BRIDGE)"
 IN_CHAIN=WS-ISOLATION-IN
 FWD_CHAIN=WS-ISOLATION-FWD
+if [ "$BRIDGE" != ws-isolated ]; then IN_CHAIN="WS-ISO-IN-$BRIDGE"; FWD_CHAIN="WS-ISO-FWD-$BRIDGE"; fi  # ≤ 28 characters
 REJECT4=(-j REJECT --reject-with icmp-admin-prohibited)
 REJECT6=(-j REJECT --reject-with icmp6-adm-prohibited)
 BLOCKED_V4_NETS=(10.0.0.0/8 172.16.0.0/12 192.168.0.0/16 100.64.0.0/10 169.254.0.0/16 127.0.0.0/8)

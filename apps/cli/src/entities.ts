@@ -6,7 +6,7 @@ import { Image, ImageAttribute, ServerTargetRecord } from '@ws/images';
 import { License } from '@ws/licensing';
 import { PersistentProfile } from '@ws/profiles';
 import { SessionRecording } from '@ws/recordings';
-import { Server } from '@ws/servers';
+import { Server, ServerImage } from '@ws/servers';
 import { Setting } from '@ws/settings';
 import { StagingConfig } from '@ws/staging';
 import { LoginLink, SessionToken, User, UserAttributes, UserEvent } from '@ws/users';
@@ -19,7 +19,7 @@ import { Zone } from '@ws/zones';
  * typeorm CLI reads ./data-source) and benchmarks. The running apps load each area's own (its module's forFeature).
  */
 export const ALL_ENTITIES = [
-  ApiKey, IdempotencyKey, Setting, User, UserAttributes, SessionToken, LoginLink, Group, UserGroup, Zone, Server, Image, ImageAttribute, ServerTargetRecord, Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, StagingConfig, CastConfig, SessionRecording, PersistentProfile, License,
+  ApiKey, IdempotencyKey, Setting, User, UserAttributes, SessionToken, LoginLink, Group, UserGroup, Zone, Server, ServerImage, Image, ImageAttribute, ServerTargetRecord, Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, StagingConfig, CastConfig, SessionRecording, PersistentProfile, License,
   EgressProvider, EgressGateway, EgressCredential, EgressCredentialGateway, EgressConnection,
   UserEvent, Webhook, WebhookMessage, WebhookAttempt, WebhookFeedCursor,
 ];

@@ -190,6 +190,14 @@ export interface DockerInfo {
   serverVersion: string;
   name: string;
   operatingSystem: string;
+  /** The engine's labels (dockerd --label k=v), e.g. workspace-server.isolated-bridge. */
+  labels: Record<string, string>;
+}
+
+/** An image on an engine: its id and the references (repo:tag) it carries. */
+export interface EngineImage {
+  id: string;
+  tags: string[];
 }
 
 export interface DockerEndpointConfig {
@@ -426,8 +434,41 @@ export class DockerHost {
       ServerVersion: string;
       Name: string;
       OperatingSystem: string;
+      Labels?: string[] | null;
     };
-    return { ncpu: info.NCPU, memTotal: info.MemTotal, serverVersion: info.ServerVersion, name: info.Name, operatingSystem: info.OperatingSystem };
+    const labels: Record<string, string> = {};
+    for (const label of info.Labels ?? []) {
+      const at = label.indexOf('=');
+      if (at > 0) labels[label.slice(0, at)] = label.slice(at + 1);
+    }
+    return { ncpu: info.NCPU, memTotal: info.MemTotal, serverVersion: info.ServerVersion, name: info.Name, operatingSystem: info.OperatingSystem, labels };
+  }
+
+  /** Every tagged image on the engine (the inventory placement reads). */
+  async listImages(): Promise<EngineImage[]> {
+    const images = await this.call('list images', {}, (abortSignal) => this.docker.listImages({ abortSignal } as Docker.ListImagesOptions));
+    return images.map((i) => ({ id: i.Id, tags: (i.RepoTags ?? []).filter((t) => t && t !== '<none>:<none>') }));
+  }
+
+  /**
+   * `docker save` of one image as a tar stream (the caller pipes it into another engine's loadImage). The stream is
+   * not bounded by the request timeout (an image can take minutes); the caller bounds the copy.
+   */
+  async saveImage(ref: string): Promise<Readable> {
+    return this.call(`save image ${ref}`, {}, () => this.docker.getImage(ref).get() as Promise<Readable>);
+  }
+
+  /** `docker load` of a tar stream (from saveImage); resolves when the engine has read and loaded all of it. */
+  async loadImage(tar: Readable, timeoutMs: number): Promise<void> {
+    await this.call('load image', {}, async (abortSignal) => {
+      const response = (await this.docker.loadImage(tar, { abortSignal } as object)) as Readable;
+      // The engine answers a JSON message stream; an error while loading arrives as {"error": …} in it.
+      const chunks: Buffer[] = [];
+      for await (const chunk of response) chunks.push(chunk as Buffer);
+      const text = Buffer.concat(chunks).toString('utf8');
+      const failed = /"error(Detail)?"\s*:\s*("([^"\\]|\\.)*"|\{[^}]*\})/.exec(text);
+      if (failed) throw new Error(`docker load failed: ${failed[0]}`);
+    }, timeoutMs);
   }
 
   /** True when the image is present locally (nothing is ever pulled). */

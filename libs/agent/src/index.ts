@@ -2,7 +2,7 @@
 export { AgentModule } from './agent.module';
 export { RESERVED_ENV, buildContainerSpec, containerNameFor, egressSidecarNameFor } from './container-spec';
 export { DockerHost } from './docker-host';
-export type { ContainerState, ExecResult, StreamingExec, WorkspaceContainerSpec } from './docker-host';
+export type { ContainerState, EngineImage, ExecResult, StreamingExec, WorkspaceContainerSpec } from './docker-host';
 export { DockerHosts } from './docker-hosts';
 export { AgentError, ContainerNotFoundError, ContainerNotRunningError, ContainerPathNotFoundError, ExecTimeoutError, ExecUserNotAllowedError, ImageNotFoundError, InvalidContainerSpecError, isTransientDockerError } from './errors';
 export { LABELS } from './labels';

@@ -1,4 +1,4 @@
-import { foreignNetworkReason, WORKSPACE_NETWORK, workspaceNetworkCreateOptions } from './workspace-network';
+import { foreignNetworkReason, isolatedBridgeOf, WORKSPACE_NETWORK, workspaceNetworkCreateOptions } from './workspace-network';
 
 describe('workspace network', () => {
   const ours = () => {
@@ -31,4 +31,13 @@ describe('workspace network', () => {
     expect(foreignNetworkReason({ ...ours(), Options: { 'com.docker.network.bridge.name': 'ws-isolated' } })).toMatch(/inter-container traffic is enabled/);
     expect(foreignNetworkReason({ ...ours(), Labels: null })).toMatch(/lacks the label/);
   });
+
+  it('names the bridge after the engine label workspace-server.isolated-bridge (a second engine on one machine), else ws-isolated', () => {
+    expect(isolatedBridgeOf({})).toBe('ws-isolated');
+    expect(isolatedBridgeOf({ 'workspace-server.isolated-bridge': 'wse2i1' })).toBe('wse2i1');
+    expect(isolatedBridgeOf({ 'workspace-server.isolated-bridge': 'far-too-long-for-linux' })).toBe('ws-isolated');
+    expect(workspaceNetworkCreateOptions('wse2i1').Options).toEqual(expect.objectContaining({ 'com.docker.network.bridge.name': 'wse2i1' }));
+    expect(foreignNetworkReason({ Id: 'x', Name: 'n', Driver: 'bridge', Options: { 'com.docker.network.bridge.name': 'ws-isolated', 'com.docker.network.bridge.enable_icc': 'false' }, Labels: { 'workspace-server.network': 'workspace-isolation' } }, 'wse2i1')).toMatch(/bridge is not wse2i1/);
+  });
 });
+

@@ -14,12 +14,26 @@ export const WORKSPACE_NETWORK = {
   bridge: 'ws-isolated',
   label: 'workspace-server.network',
   labelValue: 'workspace-isolation',
+  /**
+   * Engine label (dockerd --label workspace-server.isolated-bridge=<name>) naming the bridge on an engine that
+   * shares its network namespace with another one (two engines on one machine); the firewall gets the same name
+   * (WS_ISOLATED_BRIDGE). Without it: `bridge`.
+   */
+  engineLabel: 'workspace-server.isolated-bridge',
 } as const;
+
+const BRIDGE_NAME = /^[a-zA-Z0-9_.-]{1,15}$/;
+
+/** The isolated bridge's interface name on an engine with these labels. */
+export function isolatedBridgeOf(engineLabels: Record<string, string>): string {
+  const named = engineLabels[WORKSPACE_NETWORK.engineLabel];
+  return named && BRIDGE_NAME.test(named) ? named : WORKSPACE_NETWORK.bridge;
+}
 
 const BRIDGE_NAME_OPTION = 'com.docker.network.bridge.name';
 const ICC_OPTION = 'com.docker.network.bridge.enable_icc';
 
-export function workspaceNetworkCreateOptions(): Docker.NetworkCreateOptions {
+export function workspaceNetworkCreateOptions(bridge: string = WORKSPACE_NETWORK.bridge): Docker.NetworkCreateOptions {
   return {
     Name: WORKSPACE_NETWORK.name,
     Driver: 'bridge',
@@ -27,7 +41,7 @@ export function workspaceNetworkCreateOptions(): Docker.NetworkCreateOptions {
     Internal: false,
     EnableIPv6: false,
     Attachable: false,
-    Options: { [BRIDGE_NAME_OPTION]: WORKSPACE_NETWORK.bridge, [ICC_OPTION]: 'false' },
+    Options: { [BRIDGE_NAME_OPTION]: bridge, [ICC_OPTION]: 'false' },
     Labels: { [WORKSPACE_NETWORK.label]: WORKSPACE_NETWORK.labelValue },
   };
 }
@@ -41,9 +55,9 @@ interface NetworkInfo {
 }
 
 /** Why a network of that name is not ours to use (a look-alike could join workspaces to an open bridge), or null. */
-export function foreignNetworkReason(info: NetworkInfo): string | null {
+export function foreignNetworkReason(info: NetworkInfo, bridge: string = WORKSPACE_NETWORK.bridge): string | null {
   if (info.Driver !== 'bridge') return `its driver is ${info.Driver ?? 'unknown'}, not bridge`;
-  if (info.Options?.[BRIDGE_NAME_OPTION] !== WORKSPACE_NETWORK.bridge) return `its bridge is not ${WORKSPACE_NETWORK.bridge}`;
+  if (info.Options?.[BRIDGE_NAME_OPTION] !== bridge) return `its bridge is not ${bridge}`;
   if (info.Options?.[ICC_OPTION] !== 'false') return 'inter-container traffic is enabled on it';
   if (info.Labels?.[WORKSPACE_NETWORK.label] !== WORKSPACE_NETWORK.labelValue) return `it lacks the label ${WORKSPACE_NETWORK.label}`;
   return null;
@@ -86,19 +100,30 @@ async function inspectNetwork(host: DockerHost, name: string = WORKSPACE_NETWORK
   });
 }
 
-function verified(host: DockerHost, info: NetworkInfo): string {
-  const reason = foreignNetworkReason(info);
+function verified(host: DockerHost, info: NetworkInfo, bridge: string): string {
+  const reason = foreignNetworkReason(info, bridge);
   if (reason) {
     throw new DockerDaemonError(host.name, `use network ${WORKSPACE_NETWORK.name}`, null, `a network of that name exists but ${reason}; remove it (docker network rm) so the agent can create the isolated one`, false);
   }
   return info.Id;
 }
 
+/** The engine's isolated bridge name, asked once per DockerHost (an engine's labels change only with a restart of it). */
+const bridges = new WeakMap<DockerHost, string>();
+async function bridgeOf(host: DockerHost): Promise<string> {
+  const known = bridges.get(host);
+  if (known) return known;
+  const bridge = isolatedBridgeOf((await host.info()).labels ?? {});
+  bridges.set(host, bridge);
+  return bridge;
+}
+
 async function ensure(host: DockerHost): Promise<string> {
+  const bridge = await bridgeOf(host);
   const existing = await inspectNetwork(host);
-  if (existing) return verified(host, existing);
+  if (existing) return verified(host, existing, bridge);
   try {
-    const network = await bounded(host, `create network ${WORKSPACE_NETWORK.name}`, (abortSignal) => host.docker.createNetwork({ ...workspaceNetworkCreateOptions(), abortSignal }));
+    const network = await bounded(host, `create network ${WORKSPACE_NETWORK.name}`, (abortSignal) => host.docker.createNetwork({ ...workspaceNetworkCreateOptions(bridge), abortSignal }));
     return network.id;
   } catch (err) {
     // Another worker created it first (name or bridge name taken): adopt theirs after checking it.
@@ -106,7 +131,7 @@ async function ensure(host: DockerHost): Promise<string> {
     if (!/already exists|conflicts with network|same bridge name/i.test(daemonMessageOf(cause))) throw err;
     const theirs = await inspectNetwork(host);
     if (!theirs) throw err;
-    return verified(host, theirs);
+    return verified(host, theirs, bridge);
   }
 }
 

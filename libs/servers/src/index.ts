@@ -5,3 +5,7 @@ export { ServerHealth } from './server-health';
 export type { HealthRound } from './server-health';
 export { ServersModule } from './servers.module';
 export { LOCAL_SERVER, ServersService, checkCapacitySettings } from './servers.service';
+export { ServerImage } from './server-image.entity';
+export { ServerInventory, inventoryReferencesOf } from './server-inventory';
+export { ImageDistribution } from './image-distribution';
+export type { DistributionProgress, DistributionOutcome } from './image-distribution';

@@ -3,6 +3,7 @@ import type { DockerHosts } from '@ws/agent';
 import { AppConfig, loadConfig } from '@ws/common';
 import { ServerHealth } from './server-health';
 import type { Server } from './server.entity';
+import type { ServerInventory } from './server-inventory';
 
 /** The writes ServerHealth makes, recorded instead of run: what was set, under which condition. */
 interface Write { set: Record<string, unknown>; where?: string; params?: Record<string, unknown> }
@@ -25,7 +26,9 @@ function setup(servers: Array<Partial<Server>>, ping: (server: string, timeoutMs
   } as unknown as Repository<Server>;
   const hosts = { get: (s: Server) => ({ ping: (timeoutMs: number) => ping(s.hostname, timeoutMs) }) } as unknown as DockerHosts;
   const config: AppConfig = Object.assign(loadConfig(), { SERVER_HEALTH_TIMEOUT_MS: 1234 });
-  return { health: new ServerHealth(repo, hosts, config), writes };
+  const inventoried: string[] = [];
+  const inventory = { refreshQuietly: async (s: Server) => void inventoried.push(s.hostname) } as unknown as ServerInventory;
+  return { health: new ServerHealth(repo, hosts, config, inventory), writes, inventoried };
 }
 
 describe('ServerHealth', () => {
@@ -34,12 +37,14 @@ describe('ServerHealth', () => {
 
   it('pings each server with the configured bound and retries a failed ping once', async () => {
     const calls: Array<[string, number]> = [];
-    const { health, writes } = setup([a], async (name, timeoutMs) => {
+    const { health, writes, inventoried } = setup([a], async (name, timeoutMs) => {
       calls.push([name, timeoutMs]);
       if (calls.length === 1) throw new Error('connect ECONNREFUSED 127.0.0.1:1');
       return true;
     }, 0);
     expect(await health.checkAll()).toEqual({ checked: 1, down: [], recovered: [] });
+    // A server that answers has its image inventory taken in the same round.
+    expect(inventoried).toEqual(['a']);
     expect(calls).toEqual([['a', 1234], ['a', 1234]]);
     // Up already: only the time of the check is written.
     expect(writes.map((w) => Object.keys(w.set))).toEqual([['health', 'healthReason', 'downSince', 'healthCheckedAt'], ['healthCheckedAt']]);

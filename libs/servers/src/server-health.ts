@@ -4,6 +4,7 @@ import { Repository } from 'typeorm';
 import { DockerHosts } from '@ws/agent';
 import { AppConfig } from '@ws/common';
 import { Server } from './server.entity';
+import { ServerInventory } from './server-inventory';
 
 /** What one round of checks found. */
 export interface HealthRound {
@@ -21,7 +22,8 @@ const MAX_REASON_CHARS = 500;
  * Pings every enabled server's Docker engine, each bounded by SERVER_HEALTH_TIMEOUT_MS with one retry, all at
  * once (a round takes at most about twice the bound, whatever the number of servers), and records the outcome on
  * the server's row: `up`, or `down` with the reason and since when. Only the transition down → up is reported back,
- * by a conditional update, so two concurrent rounds cannot both report one recovery.
+ * by a conditional update, so two concurrent rounds cannot both report one recovery. Each server that answers has
+ * its image inventory taken in the same round (ServerInventory).
  */
 @Injectable()
 export class ServerHealth {
@@ -31,11 +33,17 @@ export class ServerHealth {
     @InjectRepository(Server) private readonly servers: Repository<Server>,
     private readonly hosts: DockerHosts,
     private readonly config: AppConfig,
+    private readonly inventory: ServerInventory,
   ) {}
 
   async checkAll(): Promise<HealthRound> {
     const servers = await this.servers.find({ where: { enabled: true }, relations: { zone: true } });
-    const outcomes = await Promise.all(servers.map(async (server) => ({ server, failure: await this.ping(server) })));
+    // A server that answers also has its image inventory taken (placement reads it; best effort).
+    const outcomes = await Promise.all(servers.map(async (server) => {
+      const failure = await this.ping(server);
+      if (failure === null) await this.inventory.refreshQuietly(server);
+      return { server, failure };
+    }));
     const round: HealthRound = { checked: servers.length, down: [], recovered: [] };
     for (const { server, failure } of outcomes) {
       if (failure === null) {

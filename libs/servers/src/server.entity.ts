@@ -39,5 +39,7 @@ export class Server {
   @TimestampColumn({ nullable: true }) healthCheckedAt!: Date | null;
   /** When the first failed check of this outage ran (null while up). */
   @TimestampColumn({ nullable: true }) downSince!: Date | null;
+  /** When the image inventory (server_images) was last taken; null: never, and placement assumes it may hold any image. */
+  @TimestampColumn({ nullable: true }) imagesCheckedAt!: Date | null;
   @CreatedAt() createdAt!: Date;
 }

@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { ImagesService, toImageResponse } from '@ws/images';
-import { ServersService } from '@ws/servers';
+import { DistributionProgress, ImageDistribution, ServersService } from '@ws/servers';
 import { ZonesService } from '@ws/zones';
 import { bytes, collect, int, num, print, service } from '../context';
 import { registerServerImageCommand } from './server-image.command';
@@ -40,6 +40,15 @@ const pairs = (values: string[], what: string) =>
     return [v.slice(0, at), v.slice(at + 1)];
   }));
 
+/** Progress of a copy on stderr: one line a second per target, and one when it ends. */
+export const progressLine = (p: DistributionProgress) =>
+  process.stderr.write(`${p.done ? 'copied' : 'copying'} ${p.image} ${p.from} → ${p.to}: ${(p.bytes / 1024 ** 2).toFixed(1)} MiB\n`);
+
+/** Copies an image onto servers and prints what happened (image distribute, image add --distribute, server add --copy-images). */
+export async function distributeImage(reference: string, servers: string[] = []): Promise<{ image: string; source: string; copied: string[]; present: string[] }> {
+  return (await service(ImageDistribution)).distribute(reference, servers, progressLine);
+}
+
 export function registerImageCommands(program: Command): void {
   const image = program.command('image').description('workspace images');
   launchSettingOptions(image
@@ -61,8 +70,9 @@ export function registerImageCommands(program: Command): void {
     .option('--zone <zone>', 'restrict to a zone')
     .option('--server <server>', 'restrict to a server')
     .option('--persistent-profile-path <url>')
+    .option('--distribute', 'copy the container image from a server that holds it to every other enabled server that answers (image distribute)')
     .option('--json')
-    .action(async (reference: string, o: ImageOptions) => {
+    .action(async (reference: string, o: ImageOptions & { distribute?: boolean }) => {
       const zone = o.zone ? await (await service(ZonesService)).findByRef(o.zone) : null;
       const server = o.server ? await (await service(ServersService)).findByRef(o.server) : null;
       const saved = await (await service(ImagesService)).upsert({
@@ -73,6 +83,7 @@ export function registerImageCommands(program: Command): void {
         persistentProfilePath: o.persistentProfilePath ?? null, runConfig: o.runConfig ?? {}, volumeMappings: o.volumeMappings ?? {}, cpuAllocationMethod: o.cpuAllocationMethod ?? 'Inherit',
         selectableNetworks: o.selectableNetwork ?? [],
       });
+      if (o.distribute) await distributeImage(reference, server ? [server.hostname] : []);
       print(o.json ? toImageResponse(saved) : { image_id: toImageResponse(saved).image_id, name: saved.name, friendly_name: saved.friendlyName }, o.json ?? false);
     });
   launchSettingOptions(image.command('update <image>').description('change only the given settings of an image (by id or friendly name)'))
@@ -100,6 +111,14 @@ export function registerImageCommands(program: Command): void {
         restrictToNetwork: o.restrictToNetwork, networkName: o.networkName,
       });
       print(o.json ? toImageResponse(saved) : { image_id: toImageResponse(saved).image_id, name: saved.name, friendly_name: saved.friendlyName }, o.json ?? false);
+    });
+  image
+    .command('distribute <reference>')
+    .description('copy a container image from a server that holds it to others through the Docker API (docker save → docker load, no registry); progress on stderr')
+    .option('--server <server>', 'a target server by hostname or id (repeat; default every enabled server that answers)', collect, [])
+    .option('--json')
+    .action(async (reference: string, o: { server: string[]; json?: boolean }) => {
+      print(await distributeImage(reference, o.server), o.json ?? false);
     });
   registerServerImageCommand(image);
   image.command('list').option('--json').action(async (o: { json?: boolean }) => {

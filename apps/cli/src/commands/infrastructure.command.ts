@@ -1,9 +1,11 @@
 import { Command } from 'commander';
 import { formatTimestamp, toWireId } from '@ws/common';
-import { LOCAL_SERVER, Server, ServersService } from '@ws/servers';
+import { ImagesService } from '@ws/images';
+import { LOCAL_SERVER, Server, ServerInventory, ServersService } from '@ws/servers';
 import { ServerRetirement } from '@ws/workspaces';
 import { DEFAULT_ZONE, toZoneResponse, Zone, ZoneChanges, ZonesService } from '@ws/zones';
 import { bytes, num, print, service } from '../context';
+import { distributeImage } from './image.command';
 
 const serverRow = (s: Server) => ({
   server_id: toWireId(s.id), hostname: s.hostname, endpoint: s.dockerEndpoint, zone: s.zone?.name, cores: s.cores, memory: s.memory,
@@ -95,8 +97,9 @@ export function registerInfrastructureCommands(program: Command): void {
     .option('--tls-cert <path>')
     .option('--tls-key <path>')
     .option('--disabled', 'take no new workspaces')
+    .option('--copy-images', 'copy every enabled container image of the catalog that it lacks onto it from a server that holds it')
     .option('--json')
-    .action(async (hostname: string, o: CapacityOptions & { endpoint: string; zone: string; publishHost: string; tlsCa?: string; tlsCert?: string; tlsKey?: string; disabled?: boolean; json?: boolean }) => {
+    .action(async (hostname: string, o: CapacityOptions & { endpoint: string; zone: string; publishHost: string; tlsCa?: string; tlsCert?: string; tlsKey?: string; disabled?: boolean; copyImages?: boolean; json?: boolean }) => {
       const zones = await service(ZonesService);
       const zoneRow = o.zone === DEFAULT_ZONE ? await zones.ensure(DEFAULT_ZONE) : await zones.findByRef(o.zone);
       const s = await (await service(ServersService)).upsert({
@@ -104,6 +107,15 @@ export function registerInfrastructureCommands(program: Command): void {
         tlsCaPath: o.tlsCa, tlsCertPath: o.tlsCert, tlsKeyPath: o.tlsKey, enabled: !o.disabled,
         cpuOvercommit: o.cpuOvercommit, memoryOvercommit: o.memoryOvercommit, cpuAllocationMethod: o.cpuAllocationMethod,
       });
+      // What it holds now, so placement knows before the worker's next round.
+      await (await service(ServerInventory)).refreshQuietly(s);
+      if (o.copyImages) {
+        const images = (await (await service(ImagesService)).list()).filter((i) => i.kind === 'container' && i.enabled);
+        for (const name of [...new Set(images.map((i) => i.name))]) {
+          const done = await distributeImage(name, [s.hostname]).catch((err: Error) => ({ error: err.message }));
+          if ('error' in done) process.stderr.write(`image ${name} not copied to ${s.hostname}: ${done.error}\n`);
+        }
+      }
       print(serverRow(s), o.json ?? false);
     });
   capacityOptions(server.command('update <server>').description('change capacity, overcommit, CPU allocation or enabled of a registered server (by hostname or id)'), 'unchanged')
@@ -126,6 +138,8 @@ export function registerInfrastructureCommands(program: Command): void {
       const servers = await service(ServersService);
       const existing = (await servers.list()).find((s) => s.hostname === LOCAL_SERVER.hostname);
       const s = existing ?? (await servers.upsert({ ...LOCAL_SERVER, zone: zoneRow }));
+      // The images it built are known to placement before the first launch (the worker's health round keeps it current).
+      await (await service(ServerInventory)).refreshQuietly(s);
       console.log(`server ${s.hostname}: ${s.cores} cores × ${s.cpuOvercommit}, ${Math.round(s.memory / 1024 ** 3)} GiB × ${s.memoryOvercommit} (server update ${s.hostname} --cpu-overcommit … changes it)`);
     });
   server.command('list').option('--json').action(async (o: { json?: boolean }) => {

@@ -1,7 +1,7 @@
 import { EntityManager } from 'typeorm';
 import { ApiError, ErrorCode } from '@ws/common';
 import type { Image } from '@ws/images';
-import { Server } from '@ws/servers';
+import { inventoryReferencesOf, Server } from '@ws/servers';
 
 export const NO_CAPACITY_MESSAGE = 'No resources are available to create the requested workspace. Please try again later or request fewer resources.';
 
@@ -33,16 +33,37 @@ export async function reserveServer(tx: EntityManager, image: Image, constraints
   // A server the health check marked down gets nothing new (ServerHealth); its own workspaces stay.
   const candidates = allowed.filter((s) => s.health !== 'down');
   if (candidates.length === 0) throw new ApiError(ErrorCode.NoCapacity, `${NO_CAPACITY_MESSAGE} (every server that can run image ${image.friendlyName} is unreachable)`);
+  const holders = await holdingImage(tx, image, candidates);
   const usage: Array<{ server_id: string; cores: string; memory: string }> = await tx.query(
     `SELECT server_id, COALESCE(SUM(cores), 0) AS cores, COALESCE(SUM(memory), 0) AS memory
        FROM workspaces WHERE server_id = ANY($1) AND status IN ('starting', 'running', 'stopping') GROUP BY server_id`,
-    [candidates.map((s) => s.id)],
+    [holders.map((s) => s.id)],
   );
   const used = new Map(usage.map((u) => [u.server_id, { cores: Number(u.cores), memory: Number(u.memory) }]));
-  const fits = candidates
+  const fits = holders
     .map((s) => ({ server: s, freeCores: offeredCores(s) - (used.get(s.id)?.cores ?? 0), freeMemory: offeredMemory(s) - (used.get(s.id)?.memory ?? 0) }))
     .filter((c) => c.freeCores >= image.cores && c.freeMemory >= image.memory)
     .sort((a, b) => b.freeCores - a.freeCores || b.freeMemory - a.freeMemory);
   if (fits.length === 0) throw new ApiError(ErrorCode.NoCapacity, NO_CAPACITY_MESSAGE);
   return fits[0].server;
+}
+
+/**
+ * The candidates whose engine holds a container image by their image inventory (@ws/servers' ServerInventory,
+ * table server_images); a server whose inventory was never taken counts as holding it. None: 503 naming the image.
+ */
+export async function holdingImage(tx: EntityManager, image: Image, candidates: Server[]): Promise<Server[]> {
+  if (image.kind !== 'container') return candidates;
+  const inventoried = candidates.filter((s) => s.imagesCheckedAt !== null);
+  if (inventoried.length === 0) return candidates;
+  const rows: Array<{ server_id: string }> = await tx.query(
+    'SELECT DISTINCT server_id FROM server_images WHERE server_id = ANY($1) AND reference = ANY($2)',
+    [inventoried.map((s) => s.id), inventoryReferencesOf(image.name)],
+  );
+  const holding = new Set(rows.map((r) => r.server_id));
+  const holders = candidates.filter((s) => s.imagesCheckedAt === null || holding.has(s.id));
+  if (holders.length === 0) {
+    throw new ApiError(ErrorCode.NoCapacity, `${NO_CAPACITY_MESSAGE} (image ${image.friendlyName}, ${image.name}, is on no reachable server that may run it; copy it with: image distribute ${image.name})`);
+  }
+  return holders;
 }
