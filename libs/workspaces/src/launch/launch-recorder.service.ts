@@ -89,8 +89,8 @@ export class LaunchRecorder {
 
   /**
    * One transaction, its locks always in this order (no deadlock between launches, staging and the outbox): a
-   * seat under the license's session limit (a deployment-wide advisory lock: keep this transaction short), a
-   * server with room, what the steps reserve (an egress connection; a server session's sealed columns), then the
+   * seat under the license's session limit (a deployment-wide advisory lock: keep this transaction short), the
+   * chosen server's row only (placement.ts: other servers stay free for concurrent launches), what the steps reserve (an egress connection; a server session's sealed columns), then the
    * workspace row (`starting`, event `requested`). Whether a Docker host is reserved is known before the steps'
    * reservations (their locks come after the server's): a VNC server reached directly (launch.needsDockerHost,
    * the server connection step's decision) needs none.
