@@ -50,14 +50,15 @@ async function allocatedOn(tx: EntityManager, serverIds: string[]): Promise<Map<
 const fits = (s: Server, used: Allocated | undefined, image: Image) =>
   offeredCores(s) - (used?.cores ?? 0) >= image.cores && offeredMemory(s) - (used?.memory ?? 0) >= image.memory;
 
-/** Share of a server's offered cores (then memory) in use: placement fills the least allocated first. */
-const load = (s: Server, used: Allocated | undefined) => ({
-  cores: (used?.cores ?? 0) / Math.max(offeredCores(s), Number.MIN_VALUE),
-  memory: (used?.memory ?? 0) / Math.max(offeredMemory(s), 1),
+/** What is left on a server: placement spreads load by taking the one with the most free cores (then memory) first. */
+const free = (s: Server, used: Allocated | undefined) => ({
+  cores: offeredCores(s) - (used?.cores ?? 0),
+  memory: offeredMemory(s) - (used?.memory ?? 0),
 });
 
 /**
- * Picks an eligible, up server with room for the image, least allocated first (ties at random), inside the
+ * Picks an eligible, up server with room for the image, least allocated first (the most free cores, then memory,
+ * after overcommit: a larger host takes proportionally more; ties at random), inside the
  * caller's transaction, and locks only that server's row (FOR UPDATE) until the caller commits the workspace row
  * it inserts: concurrent launches on different servers do not wait for each other, and two launches on one server
  * cannot both take its last slot, because its free capacity is read again under its lock (every placement on a
@@ -76,8 +77,8 @@ export async function reserveServer(tx: EntityManager, image: Image, constraints
   const used = await allocatedOn(tx, candidates.map((s) => s.id));
   const ordered = candidates
     .filter((s) => fits(s, used.get(s.id), image))
-    .map((s) => ({ s, l: load(s, used.get(s.id)), tie: Math.random() }))
-    .sort((a, b) => a.l.cores - b.l.cores || a.l.memory - b.l.memory || a.tie - b.tie)
+    .map((s) => ({ s, f: free(s, used.get(s.id)), tie: Math.random() }))
+    .sort((a, b) => b.f.cores - a.f.cores || b.f.memory - a.f.memory || a.tie - b.tie)
     .map((c) => c.s);
   const skipped: Server[] = [];
   for (const server of ordered) {
