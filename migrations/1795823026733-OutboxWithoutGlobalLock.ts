@@ -5,12 +5,15 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * with ids in any commit order; the relay's sequencer gives each committed event a delivery position (`seq`), in
  * id order, one batch at a time (its single row, `workspace_event_sequencer`, is the only lock, off the hot path).
  * Subscribers' cursors count positions: existing events and cursors keep their ids as positions, and the
- * sequencer starts above every id drawn so far.
+ * sequencer starts above every id drawn so far. Writers no longer notify either (PostgreSQL serialises the
+ * commits of notifying transactions): the relay polls for unsequenced events instead (a partial index).
  */
 export class OutboxWithoutGlobalLock1795823026733 implements MigrationInterface {
   name = 'OutboxWithoutGlobalLock1795823026733';
 
   public async up(q: QueryRunner): Promise<void> {
+    await q.query('DROP TRIGGER workspace_events_inserted ON workspace_events');
+    await q.query('DROP FUNCTION notify_workspace_event');
     await q.query('ALTER TABLE "workspace_events" ADD "seq" bigint');
     await q.query('UPDATE "workspace_events" SET "seq" = "id"');
     await q.query('CREATE UNIQUE INDEX "IDX_workspace_events_seq" ON "workspace_events" ("seq")');
@@ -36,5 +39,13 @@ export class OutboxWithoutGlobalLock1795823026733 implements MigrationInterface 
     await q.query('DROP INDEX "public"."IDX_workspace_events_unsequenced"');
     await q.query('DROP INDEX "public"."IDX_workspace_events_seq"');
     await q.query('ALTER TABLE "workspace_events" DROP COLUMN "seq"');
+    await q.query(`
+      CREATE FUNCTION notify_workspace_event() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN PERFORM pg_notify('workspace_event', ''); RETURN NULL; END $$
+    `);
+    await q.query(`
+      CREATE TRIGGER workspace_events_inserted AFTER INSERT ON workspace_events
+      FOR EACH STATEMENT EXECUTE FUNCTION notify_workspace_event()
+    `);
   }
 }

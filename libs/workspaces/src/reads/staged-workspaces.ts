@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import { liveSql, UNASSIGNED_STAGED } from '../workspace.entity';
+import { UNASSIGNED_STAGED } from '../workspace.entity';
 
 /** What runs a statement: the data source's manager, or a transaction's. */
 export type Queryable = Pick<EntityManager, 'query'>;

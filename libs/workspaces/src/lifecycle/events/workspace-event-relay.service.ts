@@ -8,8 +8,10 @@ import { retryDelayMs, WORKSPACE_EVENT_SUBSCRIBER_KEY, WorkspaceEventHandler, Wo
 import type { WorkspaceEventMessage, WorkspaceEventType } from './workspace-event-types';
 import type { WorkspaceStatus } from '../../workspace.entity';
 
-/** The channel a trigger on workspace_events notifies at each commit that added events (see the migration). */
+/** The channel the sequencer notifies when it gave events their positions (writers do not notify: see poll()). */
 export const WORKSPACE_EVENT_CHANNEL = 'workspace_event';
+/** How often the relay looks for committed events without a position (one probe of a partial index). */
+const POLL_MS = 200;
 /** Bound of one relay run per subscriber; the next notice or the repeat schedule continues. */
 const MAX_EVENTS_PER_RUN = 500;
 const DEFAULT_ATTEMPTS = 10;
@@ -45,8 +47,8 @@ type Step = 'delivered' | 'idle' | 'busy' | 'failed';
  * where the last commit left. One event is delivered per transaction, holding the subscriber's cursor row
  * (FOR UPDATE SKIP LOCKED): two workers never deliver to one subscriber at once, so never out of order.
  *
- * Woken at once by a PostgreSQL notice after each commit that added events, and by the repeat schedule of
- * the `workspace-events.relay` job (the backstop when a notice is lost).
+ * Woken by its poll for events without a position (every POLL_MS), by the sequencer's notice (another worker
+ * gave positions), and by the repeat schedule of the `workspace-events.relay` job (the backstop).
  */
 @Injectable()
 export class WorkspaceEventRelay implements OnApplicationBootstrap, OnModuleDestroy {
@@ -56,6 +58,8 @@ export class WorkspaceEventRelay implements OnApplicationBootstrap, OnModuleDest
   private running: Promise<void> | null = null;
   private again = false;
   private stopped = false;
+  private poller: NodeJS.Timeout | null = null;
+  private polling = false;
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
@@ -77,7 +81,27 @@ export class WorkspaceEventRelay implements OnApplicationBootstrap, OnModuleDest
     await this.notifications.subscribe(WORKSPACE_EVENT_CHANNEL, () => void this.wake());
     // Notices sent while the LISTEN connection was down are lost: catch up once it is back.
     this.notifications.onReset(() => void this.wake());
+    this.poller = setInterval(() => void this.poll(), POLL_MS);
+    this.poller.unref();
     void this.wake();
+  }
+
+  /**
+   * Wakes the relay when committed events wait for a position. Writers send no notice: PostgreSQL serialises the
+   * commits of every transaction that notifies, which would be one more deployment-wide point on the hot path.
+   * One probe at a time; an outage is the next probe's (the repeat schedule is the backstop).
+   */
+  private async poll(): Promise<void> {
+    if (this.polling || this.running || this.stopped) return;
+    this.polling = true;
+    try {
+      const [row] = (await this.db.query('SELECT EXISTS (SELECT 1 FROM workspace_events WHERE seq IS NULL) AS waiting')) as Array<{ waiting: boolean }>;
+      if (row?.waiting) void this.wake();
+    } catch {
+      // PostgreSQL unreachable: the next probe tries again.
+    } finally {
+      this.polling = false;
+    }
   }
 
   get subscriberNames(): string[] {
@@ -112,6 +136,7 @@ export class WorkspaceEventRelay implements OnApplicationBootstrap, OnModuleDest
    */
   async onModuleDestroy(): Promise<void> {
     this.stopped = true;
+    if (this.poller) clearInterval(this.poller);
     let timer: NodeJS.Timeout | undefined;
     const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, SHUTDOWN_WAIT_MS)));
     await Promise.race([this.running ?? Promise.resolve(), bound]);
