@@ -11,7 +11,7 @@ import { Setting } from '@ws/settings';
 import { StagingConfig } from '@ws/staging';
 import { LoginLink, SessionToken, User, UserAttributes, UserEvent } from '@ws/users';
 import { Webhook, WebhookAttempt, WebhookFeedCursor, WebhookMessage } from '@ws/webhooks';
-import { Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery } from '@ws/workspaces';
+import { Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, WorkspaceEventSequencer } from '@ws/workspaces';
 import { Zone } from '@ws/zones';
 
 /**
@@ -19,7 +19,7 @@ import { Zone } from '@ws/zones';
  * typeorm CLI reads ./data-source) and benchmarks. The running apps load each area's own (its module's forFeature).
  */
 export const ALL_ENTITIES = [
-  ApiKey, IdempotencyKey, Setting, User, UserAttributes, SessionToken, LoginLink, Group, UserGroup, Zone, Server, ServerImage, Image, ImageAttribute, ServerTargetRecord, Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, StagingConfig, CastConfig, SessionRecording, PersistentProfile, License,
+  ApiKey, IdempotencyKey, Setting, User, UserAttributes, SessionToken, LoginLink, Group, UserGroup, Zone, Server, ServerImage, Image, ImageAttribute, ServerTargetRecord, Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, WorkspaceEventSequencer, StagingConfig, CastConfig, SessionRecording, PersistentProfile, License,
   EgressProvider, EgressGateway, EgressCredential, EgressCredentialGateway, EgressConnection,
   UserEvent, Webhook, WebhookMessage, WebhookAttempt, WebhookFeedCursor,
 ];

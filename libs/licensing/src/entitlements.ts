@@ -16,8 +16,6 @@ export interface AppliedLicense {
 
 /** Notified by a trigger on `licenses` (any insert, update or delete). */
 export const LICENSE_CHANGED_CHANNEL = 'license_changed';
-/** Serializes session reservations deployment-wide; held until the reserving transaction ends. */
-export const SESSION_CAPACITY_LOCK_KEY = 0x77735f6c; // "ws_l"
 /** Belt and braces: even with change notices, read the license again at least this often. */
 const CACHE_TTL_MS = 60_000;
 
@@ -105,15 +103,14 @@ export class Entitlements implements OnModuleInit {
   }
 
   /**
-   * Inside the caller's transaction (the launch's "record" step, staging's creation), before it inserts the
-   * workspace rows: takes a transaction-level advisory lock, so reservations across every process run one after
-   * another until each commits, then refuses (409) when live workspaces (every status but deleted, staged ones
-   * included) plus `count` would exceed the limit. The caller must insert its rows in this same transaction.
-   * `countLive` counts them: the workspaces library owns that table (countLiveWorkspaces), this one does not.
+   * Inside the caller's transaction (the launch's "record" step, staging's creation), right before it inserts the
+   * workspace rows: refuses (409) when live workspaces (every status but deleted, staged ones included) plus
+   * `count` would exceed the limit. The caller must insert its rows in this same transaction. `countLive` counts
+   * them and makes the count exact: the workspaces library owns that table (countLiveWorkspaces locks its seat
+   * counter row until the commit, so concurrent reservations take turns there), this one does not.
    */
   async reserveSessionCapacity(tx: EntityManager, countLive: (tx: EntityManager) => Promise<number>, count = 1): Promise<void> {
     if (!Number.isInteger(count) || count < 1) throw new Error(`reserveSessionCapacity: count must be a positive integer (${count})`);
-    await tx.query('SELECT pg_advisory_xact_lock($1)', [SESSION_CAPACITY_LOCK_KEY]);
     const license = await this.current(new Date(), tx);
     const limit = license?.seats ?? this.config.UNLICENSED_SESSION_LIMIT;
     const live = await countLive(tx);

@@ -58,7 +58,7 @@ export interface JobPolicy {
 export const JOBS: { [J in JobName]: JobPolicy } = {
   'workspace.provision': { queue: QUEUES.workspaces, attempts: 8, backoffMs: 500 },
   'workspace.destroy': { queue: QUEUES.workspaces, attempts: 8, backoffMs: 500 },
-  // Backstop only: a committed event also wakes the relay at once through a PostgreSQL notice.
+  // Backstop only: the relay also polls for committed events every 200 ms and hears the sequencer's notices.
   'workspace-events.relay': { queue: QUEUES.workspaces, attempts: 1, backoffMs: 500, everyMs: 5_000 },
   // Asked after each config change and assignment; the schedule catches expiry and lost asks.
   'staging.reconcile': { queue: QUEUES.maintenance, attempts: 3, backoffMs: 1000, everyMs: 15_000 },

@@ -8,7 +8,7 @@ export { WorkspaceEventRelay } from './lifecycle/events/workspace-event-relay.se
 export { OnWorkspaceEvent } from './lifecycle/events/workspace-event-subscriber';
 export { WORKSPACE_EVENT_TYPES } from './lifecycle/events/workspace-event-types';
 export type { WorkspaceEventMessage, WorkspaceEventType } from './lifecycle/events/workspace-event-types';
-export { WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery } from './lifecycle/events/workspace-event.entity';
+export { WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, WorkspaceEventSequencer } from './lifecycle/events/workspace-event.entity';
 export { FIRST_LAUNCH_MARKER, LaunchCommands } from './live/launch-commands';
 export { reserveServer } from './launch/placement';
 export { ServerRetirement } from './lifecycle/server-retirement';

@@ -11,7 +11,7 @@ import { UserWorkspaces } from './reads/user-workspaces';
 import { ServerRetirement } from './lifecycle/server-retirement';
 import { AnonymousUsers } from './lifecycle/anonymous-users.service';
 import { Workspace } from './workspace.entity';
-import { WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery } from './lifecycle/events/workspace-event.entity';
+import { WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, WorkspaceEventSequencer } from './lifecycle/events/workspace-event.entity';
 import { WorkspaceLifecycle } from './lifecycle/workspace-lifecycle.service';
 import { WorkspaceRuntime } from './runtime/workspace-runtime.service';
 import { ProvisionStrategies } from './runtime/provision-strategies';
@@ -39,7 +39,7 @@ import { EgressTunnelHealth } from './egress/egress-tunnel-health';
 import { WorkspaceEgress } from './egress/workspace-egress.service';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, Server, Zone, SessionToken]), DiscoveryModule, UsersModule, ImagesModule, ServersModule, AgentModule, ProfilesModule, EgressModule],
+  imports: [TypeOrmModule.forFeature([Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, WorkspaceEventSequencer, Server, Zone, SessionToken]), DiscoveryModule, UsersModule, ImagesModule, ServersModule, AgentModule, ProfilesModule, EgressModule],
   providers: [ServerRetirement, UserWorkspaces, WorkspaceEgress, EgressSidecars, EgressTunnelHealth, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, LaunchSteps, LaunchRecorder, CheckLimitsStep, PersistentProfileStep, EgressStep, WorkspaceReads, WorkspaceLive, WorkspaceTeardown, UserDeletion, AnonymousUsers, WorkspacesService, WorkspaceRuntime, ProvisionStrategies, WorkspaceContainers, ContainerStrategy, WorkspaceAccess, StreamStatsService, LaunchCommands],
   exports: [LaunchRecorder, ServerRetirement, UserWorkspaces, WorkspaceEgress, EgressTunnelHealth, WorkspaceContainers, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, WorkspaceReads, WorkspaceLive, WorkspaceTeardown, UserDeletion, AnonymousUsers, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, StreamStatsService, LaunchCommands],
 })

@@ -63,8 +63,8 @@ export class LaunchRecorder {
    */
   async recordStaged(tx: EntityManager, pool: { image: Image; zoneId: string; stagingConfigId: string; expirationDate: Date }): Promise<string> {
     const { image, zoneId, stagingConfigId, expirationDate } = pool;
-    await this.entitlements.reserveSessionCapacity(tx, countLiveWorkspaces);
     const server = await reserveServer(tx, image, { zoneId });
+    await this.entitlements.reserveSessionCapacity(tx, countLiveWorkspaces);
     const workspace = await this.lifecycle.record(tx, {
       ...newWorkspaceFields({ id: newId(), userId: null, image, serverId: server.id, start: new Date(), expirationDate, operationalMessage: 'Staged: waiting for a worker' }),
       stagingConfigId,
@@ -88,10 +88,11 @@ export class LaunchRecorder {
   }
 
   /**
-   * One transaction, its locks always in this order (no deadlock between launches, staging and the outbox): a
-   * seat under the license's session limit (a deployment-wide advisory lock: keep this transaction short), a
-   * server with room, what the steps reserve (an egress connection; a server session's sealed columns), then the
-   * workspace row (`starting`, event `requested`). Whether a Docker host is reserved is known before the steps'
+   * One transaction, its locks always in this order (no deadlock between launches and staging): the chosen
+   * server's row only (placement.ts: other servers stay free for concurrent launches), what the steps reserve
+   * (an egress connection; a server session's sealed columns), a seat under the license's session limit (the seat
+   * counter's row, countLiveWorkspaces: taken last, so launches take turns only for the insert and the commit),
+   * then the workspace row (`starting`, event `requested`; the outbox takes no lock). Whether a Docker host is reserved is known before the steps'
    * reservations (their locks come after the server's): a VNC server reached directly (launch.needsDockerHost,
    * the server connection step's decision) needs none.
    */
@@ -100,11 +101,12 @@ export class LaunchRecorder {
     const start = new Date();
     try {
       return await this.db.transaction(async (tx) => {
-        await this.entitlements.reserveSessionCapacity(tx, countLiveWorkspaces);
         const server = launch.needsDockerHost ? await reserveServer(tx, image) : null;
         const reserved = await this.reserveSteps(tx, launch, checks);
         // A server image is launched only through @ws/server-sessions' step: a process without that module is a wiring bug.
         if (image.kind === 'server' && !reserved.serverSession) throw new Error(`image ${image.id} is a server image and no server connection step ran (ServerSessionsModule is not loaded)`);
+        // Last before the row: the seat counter's row is held only for the insert and the commit.
+        await this.entitlements.reserveSessionCapacity(tx, countLiveWorkspaces);
         return this.lifecycle.record(tx, {
           ...newWorkspaceFields({
             id: workspaceId, userId: user.id, image, serverId: server?.id ?? null, start, expirationDate: addSeconds(start, settings.keepaliveExpiration),

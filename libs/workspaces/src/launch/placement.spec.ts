@@ -1,6 +1,8 @@
 import { ApiError } from '@ws/common';
 import { checkCapacitySettings } from '@ws/servers';
-import { offeredCores, offeredMemory } from './placement';
+import type { Image } from '@ws/images';
+import type { Server } from '@ws/servers';
+import { isEligible, isUp, offeredCores, offeredMemory, placementPredicates } from './placement';
 
 describe('server capacity settings', () => {
   it('placement offers cores and memory times the overcommit factors', () => {
@@ -17,5 +19,25 @@ describe('server capacity settings', () => {
     }
     expect(() => checkCapacitySettings({ cpuOvercommit: 64, memoryOvercommit: 0.5, cpuAllocationMethod: 'Shares', cores: 0.5, memory: 1024 })).not.toThrow();
     expect(() => checkCapacitySettings({})).not.toThrow();
+  });
+});
+
+describe('placement eligibility', () => {
+  const server = (fields: Partial<Server>) => ({ id: 's1', enabled: true, zoneId: 'z1', health: 'up', ...fields }) as Server;
+  const image = (fields: Partial<Image>) => ({ restrictToZone: false, zoneId: null, restrictToServer: false, serverId: null, ...fields }) as Image;
+
+  it('is every predicate: enabled, the image\'s zone or server when restricted, the caller\'s zone', () => {
+    expect(placementPredicates.length).toBeGreaterThanOrEqual(4);
+    expect(isEligible(server({}), image({}), {})).toBe(true);
+    expect(isEligible(server({ enabled: false }), image({}), {})).toBe(false);
+    expect(isEligible(server({}), image({ restrictToZone: true, zoneId: 'z2' }), {})).toBe(false);
+    expect(isEligible(server({}), image({ restrictToServer: true, serverId: 's2' }), {})).toBe(false);
+    expect(isEligible(server({}), image({ restrictToServer: true, serverId: 's1' }), {})).toBe(true);
+    expect(isEligible(server({}), image({}), { zoneId: 'z2' })).toBe(false);
+  });
+
+  it('a server marked down is eligible but not up: it keeps its workspaces and gets no new one', () => {
+    expect(isEligible(server({ health: 'down' }), image({}), {})).toBe(true);
+    expect(isUp(server({ health: 'down' }))).toBe(false);
   });
 });

@@ -10,42 +10,117 @@ export interface PlacementConstraints {
   zoneId?: string;
 }
 
-/** Servers an image may run on, by its zone and server restrictions and the caller's constraints. */
-function eligible(servers: Server[], image: Image, constraints: PlacementConstraints): Server[] {
-  return servers.filter(
-    (s) => s.enabled && (!image.restrictToZone || s.zoneId === image.zoneId) && (!image.restrictToServer || s.id === image.serverId) && (!constraints.zoneId || s.zoneId === constraints.zoneId),
-  );
+/** One condition a server must meet to be offered an image; eligibility is all of them (add one to filter more). */
+export type PlacementPredicate = (server: Server, image: Image, constraints: PlacementConstraints) => boolean;
+
+/** Servers an image may run on at all: enabled, in its zone or on its server when it is restricted, in the caller's zone. */
+export const placementPredicates: readonly PlacementPredicate[] = [
+  (s) => s.enabled,
+  (s, image) => !image.restrictToZone || s.zoneId === image.zoneId,
+  (s, image) => !image.restrictToServer || s.id === image.serverId,
+  (s, _image, constraints) => !constraints.zoneId || s.zoneId === constraints.zoneId,
+];
+
+export function isEligible(server: Server, image: Image, constraints: PlacementConstraints): boolean {
+  return placementPredicates.every((p) => p(server, image, constraints));
 }
+
+/** A server the health check marked down gets nothing new (ServerHealth); its own workspaces stay. */
+export const isUp = (s: Pick<Server, 'health'>) => s.health !== 'down';
 
 /** What a server offers to placement: its cores and memory times its overcommit factors (README "Capacity"). */
 export const offeredCores = (s: Pick<Server, 'cores' | 'cpuOvercommit'>) => s.cores * (s.cpuOvercommit ?? 1);
 export const offeredMemory = (s: Pick<Server, 'memory' | 'memoryOvercommit'>) => Math.floor(s.memory * (s.memoryOvercommit ?? 1));
 
-/**
- * Picks the eligible server with the most free cores (after overcommit) that fits the image, inside the caller's transaction.
- * Every server row is locked (FOR UPDATE, in id order: no deadlocks) so concurrent requests cannot both
- * take the last slot; the caller inserts the workspace before committing.
- */
-export async function reserveServer(tx: EntityManager, image: Image, constraints: PlacementConstraints = {}): Promise<Server> {
-  const servers = await tx.getRepository(Server).createQueryBuilder('s').setLock('pessimistic_write').orderBy('s.id').getMany();
-  const allowed = eligible(servers, image, constraints);
-  if (allowed.length === 0) throw new ApiError(ErrorCode.NoCapacity, `${NO_CAPACITY_MESSAGE} (no server can run image ${image.friendlyName})`);
-  // A server the health check marked down gets nothing new (ServerHealth); its own workspaces stay.
-  const candidates = allowed.filter((s) => s.health !== 'down');
-  if (candidates.length === 0) throw new ApiError(ErrorCode.NoCapacity, `${NO_CAPACITY_MESSAGE} (every server that can run image ${image.friendlyName} is unreachable)`);
-  const holders = await holdingImage(tx, image, candidates);
-  const usage: Array<{ server_id: string; cores: string; memory: string }> = await tx.query(
+interface Allocated {
+  cores: number;
+  memory: number;
+}
+
+/** Cores and memory held on each server by its workspaces that hold resources (starting, running, stopping). */
+async function allocatedOn(tx: EntityManager, serverIds: string[]): Promise<Map<string, Allocated>> {
+  const rows: Array<{ server_id: string; cores: string; memory: string }> = await tx.query(
     `SELECT server_id, COALESCE(SUM(cores), 0) AS cores, COALESCE(SUM(memory), 0) AS memory
        FROM workspaces WHERE server_id = ANY($1) AND status IN ('starting', 'running', 'stopping') GROUP BY server_id`,
-    [holders.map((s) => s.id)],
+    [serverIds],
   );
-  const used = new Map(usage.map((u) => [u.server_id, { cores: Number(u.cores), memory: Number(u.memory) }]));
-  const fits = holders
-    .map((s) => ({ server: s, freeCores: offeredCores(s) - (used.get(s.id)?.cores ?? 0), freeMemory: offeredMemory(s) - (used.get(s.id)?.memory ?? 0) }))
-    .filter((c) => c.freeCores >= image.cores && c.freeMemory >= image.memory)
-    .sort((a, b) => b.freeCores - a.freeCores || b.freeMemory - a.freeMemory);
-  if (fits.length === 0) throw new ApiError(ErrorCode.NoCapacity, NO_CAPACITY_MESSAGE);
-  return fits[0].server;
+  return new Map(rows.map((u) => [u.server_id, { cores: Number(u.cores), memory: Number(u.memory) }]));
+}
+
+const fits = (s: Server, used: Allocated | undefined, image: Image) =>
+  offeredCores(s) - (used?.cores ?? 0) >= image.cores && offeredMemory(s) - (used?.memory ?? 0) >= image.memory;
+
+/** What is left on a server: placement spreads load by taking the one with the most free cores (then memory) first. */
+const free = (s: Server, used: Allocated | undefined) => ({
+  cores: offeredCores(s) - (used?.cores ?? 0),
+  memory: offeredMemory(s) - (used?.memory ?? 0),
+});
+
+/**
+ * Picks an eligible, up server with room for the image, least allocated first (the most free cores, then memory,
+ * after overcommit: a larger host takes proportionally more; ties at random), inside the
+ * caller's transaction, and locks only that server's row (FOR UPDATE) until the caller commits the workspace row
+ * it inserts: concurrent launches on different servers do not wait for each other, and two launches on one server
+ * cannot both take its last slot, because its free capacity is read again under its lock (every placement on a
+ * server holds that server's lock from this read to its commit).
+ *
+ * Candidates are first tried with SKIP LOCKED, in order; a row that no longer fits under its lock is let go at
+ * once (a savepoint rolled back), so a transaction holds at most one server lock. Only when every candidate with
+ * room was locked by someone else does it wait, one row at a time, so the answer is exact (never a false 503).
+ */
+export async function reserveServer(tx: EntityManager, image: Image, constraints: PlacementConstraints = {}): Promise<Server> {
+  const servers = await tx.getRepository(Server).find();
+  const allowed = servers.filter((s) => isEligible(s, image, constraints));
+  if (allowed.length === 0) throw new ApiError(ErrorCode.NoCapacity, `${NO_CAPACITY_MESSAGE} (no server can run image ${image.friendlyName})`);
+  const candidates = allowed.filter(isUp);
+  if (candidates.length === 0) throw new ApiError(ErrorCode.NoCapacity, `${NO_CAPACITY_MESSAGE} (every server that can run image ${image.friendlyName} is unreachable)`);
+  const holders = await holdingImage(tx, image, candidates);
+  const used = await allocatedOn(tx, holders.map((s) => s.id));
+  const ordered = holders
+    .filter((s) => fits(s, used.get(s.id), image))
+    .map((s) => ({ s, f: free(s, used.get(s.id)), tie: Math.random() }))
+    .sort((a, b) => b.f.cores - a.f.cores || b.f.memory - a.f.memory || a.tie - b.tie)
+    .map((c) => c.s);
+  const skipped: Server[] = [];
+  for (const server of ordered) {
+    const outcome = await tryServer(tx, server.id, image, constraints, true);
+    if (outcome === 'locked') skipped.push(server);
+    else if (outcome) return outcome;
+  }
+  for (const server of skipped) {
+    const outcome = await tryServer(tx, server.id, image, constraints, false);
+    if (outcome && outcome !== 'locked') return outcome;
+  }
+  throw new ApiError(ErrorCode.NoCapacity, NO_CAPACITY_MESSAGE);
+}
+
+/**
+ * Locks one server row (skipping it when another transaction holds it and `skipLocked`), reads it and its
+ * allocation again under the lock, and keeps the lock only when the image still fits: the server. Otherwise the
+ * lock is released (savepoint rolled back) and the answer is 'locked' or null (no longer eligible or full).
+ */
+async function tryServer(tx: EntityManager, serverId: string, image: Image, constraints: PlacementConstraints, skipLocked: boolean): Promise<Server | 'locked' | null> {
+  await tx.query('SAVEPOINT ws_placement');
+  try {
+    const locked = (await tx.query(`SELECT id FROM servers WHERE id = $1 FOR UPDATE${skipLocked ? ' SKIP LOCKED' : ''}`, [serverId])) as unknown[];
+    // Under SKIP LOCKED no row means another transaction holds it; waiting, it means the server is gone.
+    const server = locked.length > 0 ? await tx.getRepository(Server).findOneBy({ id: serverId }) : null;
+    if (!server) {
+      await tx.query('ROLLBACK TO SAVEPOINT ws_placement');
+      await tx.query('RELEASE SAVEPOINT ws_placement');
+      return skipLocked && locked.length === 0 ? 'locked' : null;
+    }
+    if (isEligible(server, image, constraints) && isUp(server) && fits(server, (await allocatedOn(tx, [server.id])).get(server.id), image)) {
+      await tx.query('RELEASE SAVEPOINT ws_placement');
+      return server;
+    }
+    await tx.query('ROLLBACK TO SAVEPOINT ws_placement');
+    await tx.query('RELEASE SAVEPOINT ws_placement');
+    return null;
+  } catch (err) {
+    await tx.query('ROLLBACK TO SAVEPOINT ws_placement').catch(() => undefined);
+    throw err;
+  }
 }
 
 /**

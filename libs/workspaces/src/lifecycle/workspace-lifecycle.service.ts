@@ -32,7 +32,7 @@ export type NewWorkspace = Partial<Omit<Workspace, 'status' | 'assignedAt' | 'cr
  * no event and answers false: the workspace moved on meanwhile (destroyed while starting, …).
  *
  * Methods take an optional EntityManager to join a caller's transaction (placement, a staging claim); the
- * event rows are then written last in that transaction, which must commit soon after (see outbox.ts).
+ * event rows take no lock of their own (see outbox.ts): the workspace's row, updated first, orders its events.
  */
 @Injectable()
 export class WorkspaceLifecycle {
@@ -106,7 +106,7 @@ export class WorkspaceLifecycle {
    */
   destroyed(workspaceId: string, note?: string): Promise<boolean> {
     return this.db.transaction(async (tx) => {
-      await this.egress.release(tx, workspaceId); // before the outbox, whose lock comes last in every transaction
+      await this.egress.release(tx, workspaceId); // in the transaction that records the change, before its events
       return this.applyIn(tx, {
         workspaceId, from: LIVE_STATUSES, to: 'deleted',
         set: { destroyedAt: new Date(), operationalProgress: 100, operationalMessage: note ? `Removed. ${note}` : 'Removed' },

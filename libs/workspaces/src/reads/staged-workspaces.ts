@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import { liveSql, UNASSIGNED_STAGED } from '../workspace.entity';
+import { UNASSIGNED_STAGED } from '../workspace.entity';
 
 /** What runs a statement: the data source's manager, or a transaction's. */
 export type Queryable = Pick<EntityManager, 'query'>;
@@ -98,10 +98,17 @@ export async function bindSessionToken(db: Queryable, workspaceId: string, sessi
   await db.query('UPDATE workspaces SET session_token_id = $1 WHERE id = $2', [sessionTokenId, workspaceId]);
 }
 
-/** Live workspaces of the whole deployment, staged and failed ones included: what the license's session limit counts. */
+/**
+ * Live workspaces of the whole deployment, staged and failed ones included: what the license's session limit
+ * counts. Inside the caller's transaction it locks the seat counter's admitted row (session_seats, kept by a
+ * trigger on workspaces) until the commit, so reservations take turns there and the count stays exact; freed
+ * seats are summed from their stripes unlocked (a destroy not yet committed still counts as live). Call it last
+ * before inserting the workspace row: the lock is then held only for the insert and the commit.
+ */
 export async function countLiveWorkspaces(tx: Queryable): Promise<number> {
-  const [{ live }] = (await tx.query(`SELECT count(*)::int AS live FROM workspaces w WHERE ${liveSql('w')}`)) as Array<{ live: number }>;
-  return live;
+  const [seats] = (await tx.query('SELECT admitted FROM session_seats WHERE id = 1 FOR UPDATE')) as Array<{ admitted: string }>;
+  const [freed] = (await tx.query('SELECT COALESCE(SUM(freed), 0) AS freed FROM session_seats_freed')) as Array<{ freed: string }>;
+  return Number(seats.admitted) - Number(freed.freed);
 }
 
 /** A claimed staged workspace takes the client settings a cast link enforces (its container started without them). */

@@ -6,18 +6,14 @@ export interface PendingEvent {
   payload: Record<string, unknown>;
 }
 
-/** Held from drawing an event id to the commit: ids then become visible in increasing order (no gaps a reader could pass). */
-const OUTBOX_LOCK_KEY = 0x77735f65; // "ws_e"
-
 /**
- * Writes events to the outbox inside `tx`. It takes a transaction-scoped advisory lock first, so writers of
- * events commit one after another in id order: a relay that has read event n can never later see a
- * smaller id commit. Call it last in the transaction (nothing else is locked after it, so no deadlock),
- * and commit soon: other state changes wait for this commit.
+ * Writes events to the outbox inside `tx`, with no lock of its own: the events take a delivery position only
+ * after they commit (the relay's sequencer, WorkspaceEventRelay.sequence), so writers on different workspaces
+ * never wait for one another. Per workspace, ids follow commit order because the caller holds the workspace's
+ * row (it changed its status in `tx`) or writes that workspace's events one transaction after another.
  */
 export async function appendWorkspaceEvents(tx: EntityManager, workspaceId: string, events: PendingEvent[]): Promise<void> {
   if (events.length === 0) return;
-  await tx.query('SELECT pg_advisory_xact_lock($1)', [OUTBOX_LOCK_KEY]);
   const values = events.map((_, i) => `($1, $${i * 2 + 2}, $${i * 2 + 3}::jsonb)`).join(', ');
   await tx.query(
     `INSERT INTO workspace_events (workspace_id, type, payload) VALUES ${values}`,
@@ -27,15 +23,15 @@ export async function appendWorkspaceEvents(tx: EntityManager, workspaceId: stri
 
 /**
  * How many workspaces of a staging config were ready (running, not yet assigned, not stopping or failed) right
- * after outbox event `eventId`, read from the outbox itself, so a reader relaying events later gets the count as
+ * after outbox event `eventId` in delivery order (positions up to its `seq`), read from the outbox itself, so a reader relaying events later gets the count as
  * of that event (the webhooks' staging.pool_filled).
  */
 export async function stagedReadyAfter(tx: EntityManager, stagingConfigId: string, eventId: string): Promise<number> {
   const [row] = (await tx.query(
     `SELECT count(DISTINCT e.workspace_id)::int AS ready
        FROM workspace_events e JOIN workspaces w ON w.id = e.workspace_id
-      WHERE w.staging_config_id = $1 AND e.type = 'running' AND e.id <= $2
-        AND NOT EXISTS (SELECT 1 FROM workspace_events x WHERE x.workspace_id = e.workspace_id AND x.id <= $2 AND x.type IN ('assigned', 'stopping', 'failed'))`,
+      WHERE w.staging_config_id = $1 AND e.type = 'running' AND e.seq <= (SELECT seq FROM workspace_events WHERE id = $2)
+        AND NOT EXISTS (SELECT 1 FROM workspace_events x WHERE x.workspace_id = e.workspace_id AND x.seq <= (SELECT seq FROM workspace_events WHERE id = $2) AND x.type IN ('assigned', 'stopping', 'failed'))`,
     [stagingConfigId, eventId],
   )) as Array<{ ready: number }>;
   return row?.ready ?? 0;

@@ -8,14 +8,19 @@ import { retryDelayMs, WORKSPACE_EVENT_SUBSCRIBER_KEY, WorkspaceEventHandler, Wo
 import type { WorkspaceEventMessage, WorkspaceEventType } from './workspace-event-types';
 import type { WorkspaceStatus } from '../../workspace.entity';
 
-/** The channel a trigger on workspace_events notifies at each commit that added events (see the migration). */
+/** The channel the sequencer notifies when it gave events their positions (writers do not notify: see poll()). */
 export const WORKSPACE_EVENT_CHANNEL = 'workspace_event';
+/** How often the relay looks for committed events without a position (one probe of a partial index). */
+const POLL_MS = 200;
 /** Bound of one relay run per subscriber; the next notice or the repeat schedule continues. */
 const MAX_EVENTS_PER_RUN = 500;
 const DEFAULT_ATTEMPTS = 10;
 const DEFAULT_BACKOFF_MS = 1000;
 /** How long shutdown waits for the delivery in flight. */
 const SHUTDOWN_WAIT_MS = 5000;
+/** Bound of one sequencing batch, and of the batches per run. */
+const SEQUENCE_BATCH = 1000;
+const SEQUENCE_BATCHES_PER_RUN = 20;
 /** Events and delivery records older than this are pruned. */
 export const WORKSPACE_EVENT_RETENTION_DAYS = 7;
 
@@ -25,6 +30,7 @@ interface Subscriber extends Required<WorkspaceEventSubscriberOptions> {
 
 interface EventRow {
   id: string;
+  seq: string;
   workspace_id: string;
   type: WorkspaceEventType;
   payload: Record<string, unknown>;
@@ -34,14 +40,15 @@ interface EventRow {
 type Step = 'delivered' | 'idle' | 'busy' | 'failed';
 
 /**
- * Hands the workspace_events outbox to every @OnWorkspaceEvent subscriber of the worker, in id order (which
- * is commit order, so also per workspace), at least once. The position of each subscriber lives in
+ * Hands the workspace_events outbox to every @OnWorkspaceEvent subscriber of the worker, in delivery position
+ * order (`seq`, which keeps each workspace's commit order), at least once. Writers take no lock: this relay's
+ * sequencer gives committed events their positions (sequence()), one sequencer at a time. The position of each subscriber lives in
  * PostgreSQL (workspace_event_cursors): a killed worker or a lost Redis loses nothing, the next run starts
  * where the last commit left. One event is delivered per transaction, holding the subscriber's cursor row
  * (FOR UPDATE SKIP LOCKED): two workers never deliver to one subscriber at once, so never out of order.
  *
- * Woken at once by a PostgreSQL notice after each commit that added events, and by the repeat schedule of
- * the `workspace-events.relay` job (the backstop when a notice is lost).
+ * Woken by its poll for events without a position (every POLL_MS), by the sequencer's notice (another worker
+ * gave positions), and by the repeat schedule of the `workspace-events.relay` job (the backstop).
  */
 @Injectable()
 export class WorkspaceEventRelay implements OnApplicationBootstrap, OnModuleDestroy {
@@ -51,6 +58,8 @@ export class WorkspaceEventRelay implements OnApplicationBootstrap, OnModuleDest
   private running: Promise<void> | null = null;
   private again = false;
   private stopped = false;
+  private poller: NodeJS.Timeout | null = null;
+  private polling = false;
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
@@ -65,14 +74,34 @@ export class WorkspaceEventRelay implements OnApplicationBootstrap, OnModuleDest
     // A new subscriber starts at the end of the outbox: it sees what happens from its first deployment on.
     for (const { name } of this.subscribers) {
       await this.db.query(
-        `INSERT INTO workspace_event_cursors (subscriber, last_event_id) SELECT $1, COALESCE(MAX(id), 0) FROM workspace_events ON CONFLICT (subscriber) DO NOTHING`,
+        `INSERT INTO workspace_event_cursors (subscriber, last_event_id) SELECT $1, last_seq FROM workspace_event_sequencer WHERE id = 1 ON CONFLICT (subscriber) DO NOTHING`,
         [name],
       );
     }
     await this.notifications.subscribe(WORKSPACE_EVENT_CHANNEL, () => void this.wake());
     // Notices sent while the LISTEN connection was down are lost: catch up once it is back.
     this.notifications.onReset(() => void this.wake());
+    this.poller = setInterval(() => void this.poll(), POLL_MS);
+    this.poller.unref();
     void this.wake();
+  }
+
+  /**
+   * Wakes the relay when committed events wait for a position. Writers send no notice: PostgreSQL serialises the
+   * commits of every transaction that notifies, which would be one more deployment-wide point on the hot path.
+   * One probe at a time; an outage is the next probe's (the repeat schedule is the backstop).
+   */
+  private async poll(): Promise<void> {
+    if (this.polling || this.running || this.stopped) return;
+    this.polling = true;
+    try {
+      const [row] = (await this.db.query('SELECT EXISTS (SELECT 1 FROM workspace_events WHERE seq IS NULL) AS waiting')) as Array<{ waiting: boolean }>;
+      if (row?.waiting) void this.wake();
+    } catch {
+      // PostgreSQL unreachable: the next probe tries again.
+    } finally {
+      this.polling = false;
+    }
   }
 
   get subscriberNames(): string[] {
@@ -107,19 +136,48 @@ export class WorkspaceEventRelay implements OnApplicationBootstrap, OnModuleDest
    */
   async onModuleDestroy(): Promise<void> {
     this.stopped = true;
+    if (this.poller) clearInterval(this.poller);
     let timer: NodeJS.Timeout | undefined;
     const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, SHUTDOWN_WAIT_MS)));
     await Promise.race([this.running ?? Promise.resolve(), bound]);
     clearTimeout(timer);
   }
 
-  /** One pass over every subscriber, each up to MAX_EVENTS_PER_RUN events. */
+  /** One pass over every subscriber, each up to MAX_EVENTS_PER_RUN events, after giving committed events their positions. */
   async relayAll(): Promise<void> {
+    for (let n = 0; n < SEQUENCE_BATCHES_PER_RUN && !this.stopped; n++) {
+      if ((await this.sequence()) < SEQUENCE_BATCH) break;
+    }
     for (const subscriber of this.subscribers) {
       for (let n = 0; n < MAX_EVENTS_PER_RUN && !this.stopped; n++) {
         if ((await this.deliverNext(subscriber)) !== 'delivered') break;
       }
     }
+  }
+
+  /**
+   * Gives the committed events that have no delivery position yet the next positions, in id order, up to
+   * SEQUENCE_BATCH; answers how many. Its transaction holds the sequencer row (SKIP LOCKED: while another worker
+   * sequences, this one does nothing), so positions commit in increasing order and a reader never passes one that
+   * commits later. Per workspace the order holds because a workspace's later event is drawn (larger id) only after
+   * its earlier one committed: whenever the later one is visible here, so is the earlier one. When it gave
+   * positions it notifies, so every relay (also one that found a cursor busy) runs again.
+   */
+  async sequence(): Promise<number> {
+    return this.db.transaction(async (tx) => {
+      const [sequencer] = (await tx.query('SELECT last_seq FROM workspace_event_sequencer WHERE id = 1 FOR UPDATE SKIP LOCKED')) as Array<{ last_seq: string }>;
+      if (!sequencer) return 0;
+      const [, count] = (await tx.query(
+        `UPDATE workspace_events e SET seq = $1::bigint + n.rn
+           FROM (SELECT id, row_number() OVER (ORDER BY id) AS rn FROM (SELECT id FROM workspace_events WHERE seq IS NULL ORDER BY id LIMIT $2) u) n
+          WHERE e.id = n.id`,
+        [sequencer.last_seq, SEQUENCE_BATCH],
+      )) as [unknown, number];
+      if (count === 0) return 0;
+      await tx.query('UPDATE workspace_event_sequencer SET last_seq = last_seq + $1 WHERE id = 1', [count]);
+      await tx.query(`SELECT pg_notify($1, '')`, [WORKSPACE_EVENT_CHANNEL]);
+      return count;
+    });
   }
 
   /** Deletes events and delivery records past the retention. */
@@ -155,7 +213,7 @@ export class WorkspaceEventRelay implements OnApplicationBootstrap, OnModuleDest
     if (!cursor) return 'busy'; // another worker is delivering to it
     if (cursor.waiting) return 'idle';
     const [row] = (await runner.query(
-      `SELECT id, workspace_id, type, payload, created_at FROM workspace_events WHERE id > $1 AND type = ANY($2) ORDER BY id LIMIT 1`,
+      `SELECT id, seq, workspace_id, type, payload, created_at FROM workspace_events WHERE seq > $1 AND type = ANY($2) ORDER BY seq LIMIT 1`,
       [cursor.last_event_id, subscriber.types],
     )) as EventRow[];
     if (!row) return 'idle';
@@ -185,7 +243,7 @@ export class WorkspaceEventRelay implements OnApplicationBootstrap, OnModuleDest
   private async advance(runner: QueryRunner, subscriber: Subscriber, row: EventRow, failed: boolean, error: string | null): Promise<void> {
     await runner.query(
       `UPDATE workspace_event_cursors SET last_event_id = $2, attempts = 0, retry_after = NULL, last_error = $3, updated_at = now() WHERE subscriber = $1`,
-      [subscriber.name, row.id, error],
+      [subscriber.name, row.seq, error],
     );
     await runner.query(
       `INSERT INTO workspace_event_deliveries (subscriber, event_id, workspace_id, failed, delivered_by) VALUES ($1, $2, $3, $4, $5)`,

@@ -1,0 +1,113 @@
+/**
+ * Issue 24, point 3: placement locks only the server it picks. Concurrent placements fill every server exactly
+ * to its capacity (never over it), spread over the servers, and a placement does not wait for a transaction that
+ * holds another server's row. Rows only: no container is started.
+ */
+import { DataSource, EntityManager } from 'typeorm';
+import { ApiError, ErrorCode, newId, randomSecret } from '@ws/common';
+import { Image, ImagesService } from '@ws/images';
+import { Server, ServersService } from '@ws/servers';
+import { ZonesService } from '@ws/zones';
+import { countLiveWorkspaces, reserveServer, Workspace } from '@ws/workspaces';
+import { TestApi, waitFor } from './harness';
+
+describe('placement under concurrency (issue 24)', () => {
+  let api: TestApi;
+  let db: DataSource;
+  let image: Image;
+  let servers: Server[];
+
+  beforeAll(async () => {
+    api = await TestApi.start();
+    db = api.app.get(DataSource);
+    const zone = await api.app.get(ZonesService).ensure('default');
+    // 1 core × overcommit 1.5 = 1.5 offered: three half-core workspaces each.
+    servers = [];
+    for (const hostname of ['p1', 'p2', 'p3']) {
+      servers.push(await api.app.get(ServersService).upsert({ hostname, dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 1, memory: 8 * 1024 ** 3, cpuOvercommit: 1.5 }));
+    }
+    image = await api.app.get(ImagesService).upsert({ name: 'example/placed:1', friendlyName: 'Placed', cores: 0.5, memory: 256 * 1024 ** 2, xRes: 800, yRes: 600, portMap: { vnc: '5900/tcp' } });
+  });
+  afterAll(async () => api?.close());
+
+  const row = (server: Server) => {
+    const now = new Date();
+    return {
+      id: newId(), userId: null, imageId: image.id, serverId: server.id, status: 'starting' as const, cores: image.cores, memory: image.memory, token: randomSecret(),
+      viewOnlyToken: randomSecret(), shareId: randomSecret(16), startDate: now, keepaliveDate: now, expirationDate: new Date(now.getTime() + 3600_000),
+    };
+  };
+  const place = (tx: EntityManager) => reserveServer(tx, image).then(async (server) => {
+    await tx.getRepository(Workspace).insert(row(server));
+    return server.hostname;
+  });
+
+  it('of 14 concurrent placements on 3 servers of 3 slots, exactly 9 land, 3 on each; the rest get NoCapacity', async () => {
+    const results = await Promise.allSettled(Array.from({ length: 14 }, () => db.transaction(place)));
+    const placed = results.filter((r): r is PromiseFulfilledResult<string> => r.status === 'fulfilled').map((r) => r.value);
+    for (const r of results) if (r.status === 'rejected') expect((r.reason as ApiError).code).toBe(ErrorCode.NoCapacity);
+    expect(placed).toHaveLength(9);
+    expect(placed.sort()).toEqual(['p1', 'p1', 'p1', 'p2', 'p2', 'p2', 'p3', 'p3', 'p3']);
+    await db.query(`UPDATE workspaces SET status = 'deleted'`);
+  });
+
+  it('a placement does not wait for a transaction holding another server: it takes one that is free', async () => {
+    const runner = db.createQueryRunner();
+    await runner.connect();
+    await runner.startTransaction();
+    try {
+      // Another transaction holds p1 and p2 (as two placements in flight would).
+      await runner.query('SELECT id FROM servers WHERE hostname IN ($1, $2) FOR UPDATE', ['p1', 'p2']);
+      // Were it to wait for either, lock_timeout would fail it instead of hanging.
+      const hostname = await db.transaction(async (tx) => {
+        await tx.query(`SET LOCAL lock_timeout = '30s'`);
+        return place(tx);
+      });
+      expect(hostname).toBe('p3');
+    } finally {
+      await runner.rollbackTransaction();
+      await runner.release();
+    }
+  });
+
+  it('when every server with room is held, it waits for them rather than answering NoCapacity', async () => {
+    const runner = db.createQueryRunner();
+    await runner.connect();
+    await runner.startTransaction();
+    let settled = false;
+    try {
+      await runner.query('SELECT id FROM servers FOR UPDATE');
+      const placing = db.transaction(place).finally(() => (settled = true));
+      // The placement is blocked on a row lock: PostgreSQL shows it waiting.
+      await waitFor('the placement waiting for a server row', async () => {
+        const [w] = (await db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM servers WHERE id = $1 FOR UPDATE%'`)) as Array<{ n: number }>;
+        return w.n > 0 ? true : undefined;
+      }, 15_000, 50);
+      expect(settled).toBe(false);
+      await runner.rollbackTransaction();
+      expect(['p1', 'p2', 'p3']).toContain(await placing);
+    } finally {
+      if (runner.isTransactionActive) await runner.rollbackTransaction();
+      await runner.release();
+    }
+  });
+
+  it('the seat counter (a trigger on workspaces) stays equal to the live rows through inserts, status changes and deletes', async () => {
+    const live = async () => Number((await db.query(`SELECT count(*) AS n FROM workspaces WHERE status <> 'deleted'`))[0].n);
+    const counted = () => db.transaction((tx) => countLiveWorkspaces(tx));
+    const before = await live();
+    const rows = Array.from({ length: 6 }, () => row(servers[0]));
+    await Promise.all(rows.map((r) => db.transaction((tx) => tx.getRepository(Workspace).insert(r))));
+    expect(await counted()).toBe(await live());
+    await db.query(`UPDATE workspaces SET status = 'failed' WHERE id = $1`, [rows[0].id]);
+    await db.query(`UPDATE workspaces SET status = 'deleted' WHERE id = ANY($1)`, [[rows[1].id, rows[2].id]]);
+    await db.query('DELETE FROM workspaces WHERE id = ANY($1)', [[rows[2].id, rows[3].id]]);
+    // A rolled-back change leaves the counter as it was.
+    await db.transaction(async (tx) => {
+      await tx.query(`UPDATE workspaces SET status = 'deleted' WHERE id = $1`, [rows[4].id]);
+      throw new Error('rolled back');
+    }).catch(() => undefined);
+    expect(await live()).toBe(before + 3);
+    expect(await counted()).toBe(before + 3);
+  });
+});
