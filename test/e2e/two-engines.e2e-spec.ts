@@ -16,6 +16,8 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import * as jpeg from 'jpeg-js';
 import type { Response } from 'superagent';
+import { DataSource } from 'typeorm';
+import { parseId } from '@ws/common';
 import { LABELS, WORKSPACE_NETWORK } from '@ws/agent';
 import { runCli as cli, useApiForCli } from './cli-runner';
 import { closeStream, openStream, waitForRemovedWorkspace, waitForRunningWorkspace } from './fixtures';
@@ -82,6 +84,11 @@ describe('two Docker engines: images copied through the service, workspaces on e
 
   it('the second engine shares no image with the first; a launch that needs one it lacks is refused with a 503 naming it', async () => {
     expect(await engine.host().imageExists(desktopImage())).toBe(false);
+    // The second engine's inventory vouches for the image's absence once it is taken after the image was saved.
+    const db = api.app.get(DataSource);
+    await waitFor('an inventory of second newer than the image', async () => ((await db.query(
+      'SELECT s.images_checked_at >= i.updated_at AS newer FROM servers s, images i WHERE s.hostname = $1 AND i.id = $2', ['second', parseId(imageIds.second)],
+    ))[0]?.newer === true ? true : undefined), 30_000, 200);
     const refused = await api.call('request_workspace', key, { user_id: userId, image_id: imageIds.second });
     expect(refused.status).toBe(503);
     expect(refused.body.error_message).toContain(`image Desktop on second, ${desktopImage()}, is on no reachable server`);

@@ -6,7 +6,7 @@ import { holdingImage } from './placement';
 
 describe('placement by image inventory (issue 24, point 4)', () => {
   const server = (id: string, inventoried: boolean) => ({ id, hostname: id, imagesCheckedAt: inventoried ? new Date() : null }) as Server;
-  const image = { kind: 'container', name: 'desk:1', friendlyName: 'Desk' } as Image;
+  const image = { kind: 'container', name: 'desk:1', friendlyName: 'Desk', updatedAt: new Date(Date.now() - 60_000) } as Image;
   const tx = (holding: string[]) => {
     const asked: unknown[][] = [];
     const manager = { query: async (_sql: string, params: unknown[]) => (asked.push(params), holding.map((server_id) => ({ server_id }))) } as unknown as EntityManager;
@@ -23,6 +23,13 @@ describe('placement by image inventory (issue 24, point 4)', () => {
     const refused = holdingImage(tx([]).manager, image, [server('a', true)]);
     await expect(refused).rejects.toThrow(ApiError);
     await expect(refused).rejects.toThrow(/image Desk, desk:1, is on no reachable server/);
+  });
+
+  it('counts an inventory taken before the image was saved as not knowing it (an image registered a moment ago)', async () => {
+    const fresh = { ...image, updatedAt: new Date(Date.now() + 60_000) } as Image;
+    const { manager, asked } = tx([]);
+    expect((await holdingImage(manager, fresh, [server('a', true)])).map((s) => s.id)).toEqual(['a']);
+    expect(asked).toEqual([]);
   });
 
   it('asks nothing for server images or when no candidate was inventoried', async () => {

@@ -125,18 +125,22 @@ async function tryServer(tx: EntityManager, serverId: string, image: Image, cons
 
 /**
  * The candidates whose engine holds a container image by their image inventory (@ws/servers' ServerInventory,
- * table server_images); a server whose inventory was never taken counts as holding it. None: 503 naming the image.
+ * table server_images). An inventory vouches for an image's absence only if it was taken after the image was last
+ * saved (registered or changed): a server never inventoried, or inventoried before, counts as holding it until its
+ * next round (every SERVER_HEALTH_INTERVAL_MS), as before issue 24 — an image built or loaded on the host and
+ * registered a moment ago is not refused. None: 503 naming the image.
  */
 export async function holdingImage(tx: EntityManager, image: Image, candidates: Server[]): Promise<Server[]> {
   if (image.kind !== 'container') return candidates;
-  const inventoried = candidates.filter((s) => s.imagesCheckedAt !== null);
+  const vouches = (s: Server) => s.imagesCheckedAt !== null && (!image.updatedAt || s.imagesCheckedAt >= image.updatedAt);
+  const inventoried = candidates.filter(vouches);
   if (inventoried.length === 0) return candidates;
   const rows: Array<{ server_id: string }> = await tx.query(
     'SELECT DISTINCT server_id FROM server_images WHERE server_id = ANY($1) AND reference = ANY($2)',
     [inventoried.map((s) => s.id), inventoryReferencesOf(image.name)],
   );
   const holding = new Set(rows.map((r) => r.server_id));
-  const holders = candidates.filter((s) => s.imagesCheckedAt === null || holding.has(s.id));
+  const holders = candidates.filter((s) => !vouches(s) || holding.has(s.id));
   if (holders.length === 0) {
     throw new ApiError(ErrorCode.NoCapacity, `${NO_CAPACITY_MESSAGE} (image ${image.friendlyName}, ${image.name}, is on no reachable server that may run it; copy it with: image distribute ${image.name})`);
   }
