@@ -1,7 +1,7 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Logger } from '@nestjs/common';
-import type { Metrics } from './metrics';
+import { type Metrics, withTimeout } from './metrics';
 
 /** A readiness check: resolves when its dependency answers, rejects (or runs past the bound) when not. */
 export type ReadinessProbe = () => Promise<unknown>;
@@ -43,7 +43,7 @@ export class MetricsListener {
 
   /** Null when every check passed within the bound, else what failed (one line per check). */
   async notReady(): Promise<string[]> {
-    const failures = await Promise.all([...this.readiness].map(([name, probe]) => bounded(probe, this.timeoutMs).then(
+    const failures = await Promise.all([...this.readiness].map(([name, probe]) => withTimeout(Promise.resolve().then(probe), this.timeoutMs, `did not answer within ${this.timeoutMs} ms`).then(
       () => null,
       (err: Error) => `${name}: ${err.message}`,
     )));
@@ -87,21 +87,6 @@ export class MetricsListener {
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
-
-/** `probe`, refused once `timeoutMs` passes. */
-async function bounded(probe: ReadinessProbe, timeoutMs: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      probe(),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`did not answer within ${timeoutMs} ms`)), timeoutMs);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 function send(response: ServerResponse, status: number, contentType: string, body: string, headers: Record<string, string> = {}): void {
   response.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body), ...headers });

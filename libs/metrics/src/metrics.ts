@@ -111,7 +111,8 @@ export function secondsSince(start: number): number {
   return (performance.now() - start) / 1000;
 }
 
-function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+/** `promise`, or a rejection with `message` once `ms` passed (the timer cleared either way). */
+export function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)));
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
