@@ -1,16 +1,16 @@
 /**
  * Helpers shared by the benchmarks: loopback ports, bounded waits, the public API, CPU time read from /proc, and
- * one bench deployment's setup and teardown.
+ * one bench deployment's setup (with a license of its own) and teardown.
  */
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, createPublicKey, generateKeyPairSync, KeyObject, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { AddressInfo, createServer } from 'node:net';
 import type { INestApplicationContext } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { AppConfig } from '@ws/common';
 import type { ImageDefinition } from '@ws/images';
-import { LICENSE_FEATURES } from '@ws/licensing';
+import { featureSet, issueLicenseKey, LICENSE_FEATURES, publicKeyText } from '@ws/licensing';
 
 /** Polls `check` every 100 ms until it answers a value (errors count as not yet), for at most `timeoutMs`. */
 export async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
@@ -111,9 +111,31 @@ export function benchSettings(kind?: string) {
     DATABASE_NAME: `ws_bench_${kind ? `${kind}_` : ''}${suffix}`, REDIS_PREFIX: `wsbench-${suffix}`, DEPLOYMENT_ID: `bench-${suffix}`, LOG_LEVEL: 'warn',
     // Several apis and workers of one bench share the machine: no metrics listeners (they would all want 9464/9465).
     METRICS_PORT: 0,
-    // Past the free tier (5 sessions, no staging or casting), as the test harness: benches measure the product, not its license.
-    UNLICENSED_SESSION_LIMIT: 1000, UNLICENSED_FEATURES: LICENSE_FEATURES.join(','),
+    // The deployment trusts this bench process's issuer key: benchDeployment activates a license it signed.
+    LICENSE_PUBLIC_KEYS: publicKeyText(createPublicKey(benchIssuer())),
   };
+}
+
+let issuer: KeyObject | undefined;
+
+/** This bench process's license issuer: an Ed25519 key pair of its own, made on first use, never written anywhere. */
+function benchIssuer(): KeyObject {
+  return (issuer ??= generateKeyPairSync('ed25519').privateKey);
+}
+
+/** Seats of a bench license: far above what any bench runs at once (staging pools and bursts included). */
+const BENCH_LICENSE_SEATS = 1000;
+
+/**
+ * An activation key for the deployment, signed by this process's issuer: every feature, BENCH_LICENSE_SEATS seats,
+ * a day long. The license id comes from the deployment id, so activating it again changes nothing.
+ */
+function benchLicenseKey(settings: BenchSettings, now = new Date()): string {
+  return issueLicenseKey({
+    license_id: createHash('sha256').update(settings.DEPLOYMENT_ID).digest('hex').slice(0, 32), license_type: 'bench', sku: 'bench',
+    limit: BENCH_LICENSE_SEATS, expiration: new Date(now.getTime() + 86_400_000), issued_at: now, issued_to: `bench ${settings.DEPLOYMENT_ID}`,
+    features: featureSet(LICENSE_FEATURES),
+  }, benchIssuer());
 }
 
 export type BenchSettings = ReturnType<typeof benchSettings>;
@@ -130,16 +152,23 @@ export interface BenchDeployment {
   close(): Promise<void>;
 }
 
-/** A migrated database for a bench deployment, for benches that run the api and worker as processes of their own. */
+/**
+ * A migrated database for a bench deployment with its license activated (benchLicenseKey), as a licensed customer
+ * runs the product: staging, casting and the rest are never refused on the free tier. Benches that run the api and
+ * worker as processes of their own start them with benchEnv(settings), which trusts the license's issuer.
+ */
 export async function benchDeployment(kind?: string): Promise<BenchDeployment> {
   const settings = benchSettings(kind);
-  const [{ loadConfig }, { dropDatabase, migrate }] = await Promise.all([import('@ws/common'), import('@ws/database')]);
+  const [{ loadConfig }, { dropDatabase, migrate }, { LicensingService }] = await Promise.all([import('@ws/common'), import('@ws/database'), import('@ws/licensing')]);
   const config = Object.assign(loadConfig(), settings);
-  const close = () => closeAll([() => removeContainers(settings.DEPLOYMENT_ID), () => dropDatabase(config, settings.DATABASE_NAME)]);
-  await migrate(config, settings.DATABASE_NAME).catch(async (err: Error) => {
+  const close = untilClosed(() => closeAll([() => removeContainers(settings.DEPLOYMENT_ID), () => dropDatabase(config, settings.DATABASE_NAME)]));
+  try {
+    await migrate(config, settings.DATABASE_NAME);
+    await withSetupApi(settings, (setup) => setup.get(LicensingService).activate({ activation_key: benchLicenseKey(settings) }));
+  } catch (err) {
     await close();
     throw err;
-  });
+  }
   return { settings, config, close };
 }
 
@@ -157,7 +186,7 @@ export interface BenchApi extends BenchDeployment {
 export async function startBenchApi(options: { worker?: boolean; listen?: boolean; kind?: string; settings?: Record<string, string> } = {}): Promise<BenchApi> {
   const deployment = await benchDeployment(options.kind);
   const stops: Array<() => Promise<unknown>> = [];
-  const close = () => closeAll([...[...stops].reverse(), deployment.close]);
+  const close = untilClosed(() => closeAll([...[...stops].reverse(), deployment.close]));
   try {
     const { createApi } = await import('../apps/api/src/bootstrap');
     const api = await createApi({ ...deployment.settings, ...options.settings, API_PORT: 0 });
@@ -215,10 +244,47 @@ export async function registerLocalDesktop(app: INestApplicationContext, image: 
   return { zone, server: localServer, image: img, key, auth };
 }
 
+/** Ids of every container, running or not, labelled with the deployment id. */
+export function deploymentContainers(deploymentId: string): string[] {
+  return execFileSync('docker', ['ps', '-aq', '--filter', `label=workspace-server.deployment-id=${deploymentId}`], { encoding: 'utf8' }).split('\n').filter(Boolean);
+}
+
 /** Removes every container labelled with the deployment id. */
 export function removeContainers(deploymentId: string): void {
-  const ids = execFileSync('docker', ['ps', '-aq', '--filter', `label=workspace-server.deployment-id=${deploymentId}`], { encoding: 'utf8' }).split('\n').filter(Boolean);
+  const ids = deploymentContainers(deploymentId);
   if (ids.length) execFileSync('docker', ['rm', '-f', ...ids], { stdio: 'ignore' });
+}
+
+/** Teardowns not run yet, oldest first: run on SIGTERM or SIGINT (bench.sh's per-bench timeout, Ctrl-C). */
+const openTeardowns = new Set<() => Promise<void>>();
+let stopSignalsHandled = false;
+
+/**
+ * `close` as a teardown that also runs when the process is told to stop: a bench stopped by its timeout still
+ * removes its containers and drops its database. Runs once, whichever comes first.
+ */
+function untilClosed(close: () => Promise<void>): () => Promise<void> {
+  if (!stopSignalsHandled) {
+    stopSignalsHandled = true;
+    let stopping = false;
+    for (const [signal, status] of [['SIGTERM', 143], ['SIGINT', 130]] as const) {
+      // `on`, not `once`: an in-process api's shutdown hook sends the signal again after closing itself, which
+      // must not end the process before the containers and database are gone.
+      process.on(signal, () => {
+        if (stopping) return;
+        stopping = true;
+        console.error(`${signal}: tearing down the bench deployment`);
+        void closeAll([...openTeardowns].reverse()).catch((err: Error) => console.error(err.message)).finally(() => process.exit(status));
+      });
+    }
+  }
+  let closing: Promise<void> | undefined;
+  const teardown = () => {
+    openTeardowns.delete(teardown);
+    return (closing ??= close());
+  };
+  openTeardowns.add(teardown);
+  return teardown;
 }
 
 /** Runs every step, in order, even after one failed; rethrows the first failure at the end. */

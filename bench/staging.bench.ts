@@ -27,6 +27,7 @@ async function main(): Promise<void> {
     const staged = await bench.api.get(ImagesService).upsert({ ...definition, friendlyName: 'Staged desktop' });
     const user = (await post(base, 'create_user', { ...auth, target_user: { username: 'bench' } })).user as { user_id: string };
     const pool = await post(base, 'create_staging_config', { ...auth, target_staging_config: { zone_id: zone.id, image_id: staged.id, num_sessions: POOL, expiration: 24 } });
+    if (!pool.staging_config) throw new Error(`create_staging_config refused: ${JSON.stringify(pool)}`);
     const stagingConfigId = (pool.staging_config as { staging_config_id: string }).staging_config_id;
     const ready = async () =>
       ((await post(base, 'get_staging_config', { ...auth, target_staging_config: { staging_config_id: stagingConfigId } })).staging_config as { num_current_sessions: number }).num_current_sessions;

@@ -12,7 +12,7 @@ import Redis from 'ioredis';
 import { DataSource } from 'typeorm';
 import { loadConfig } from '@ws/common';
 import { jobId, QUEUES } from '@ws/queue';
-import { desktopImage, post, registerLocalDesktop, startBenchApi, until } from './harness';
+import { benchEnv, desktopImage, post, registerLocalDesktop, startBenchApi, until } from './harness';
 import { median, percentile, row } from './stats';
 
 const ROUNDS = Number(process.env.BENCH_TAKEOVER_ROUNDS ?? 8);
@@ -25,8 +25,8 @@ class WorkerProcess {
   exited = false;
   readonly child: ChildProcess;
 
-  constructor(env: Record<string, string>) {
-    this.child = spawn(process.execPath, [WORKER_JS], { env: { ...(process.env as Record<string, string>), ...env, LOG_LEVEL: 'log' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  constructor(env: NodeJS.ProcessEnv) {
+    this.child = spawn(process.execPath, [WORKER_JS], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child.stdout?.on('data', (c: Buffer) => (this.output += c.toString()));
     this.child.stderr?.on('data', (c: Buffer) => (this.output += c.toString()));
     this.child.once('exit', () => (this.exited = true));
@@ -49,7 +49,8 @@ async function main(): Promise<void> {
   const image = desktopImage();
   const bench = await startBenchApi();
   const { api, base, config, settings } = bench;
-  const workerEnv = { DATABASE_NAME: settings.DATABASE_NAME, REDIS_PREFIX: settings.REDIS_PREFIX, DEPLOYMENT_ID: settings.DEPLOYMENT_ID };
+  // The deployment's whole settings (its license's issuer key among them); 'log' shows the line ready() waits for.
+  const workerEnv = benchEnv(settings, { LOG_LEVEL: 'log' });
   const workers = [new WorkerProcess(workerEnv), new WorkerProcess(workerEnv)];
   const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
   const queue = new Queue(QUEUES.workspaces, { connection: redis, prefix: settings.REDIS_PREFIX });

@@ -13,6 +13,5 @@ WS_TEST_DESKTOP_IMAGE=$(bash scripts/build-desktop-image.sh | tail -1)
 export WS_TEST_DESKTOP_IMAGE
 npm run --silent build
 # profile-sync.bench starts the project's S3 test server (scripts/s3-server.js) itself for its s3:// half.
-for bench in dist/bench/*.bench.js; do
-  node "$bench"
-done
+# Each bench under a time bound (BENCH_TIMEOUT); a failing one is reported and the rest still run; non-zero if any failed.
+exec bash scripts/run-benches.sh dist/bench/*.bench.js
