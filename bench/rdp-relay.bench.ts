@@ -1,10 +1,12 @@
 /**
  * Issue 14 follow-up benchmark: the RDP relay (workspace-rdp-relay, the desktop image's python3 relay that admits
- * a connection by its Pre-Connection PDU credential) against a plain `socat TCP-LISTEN … TCP:…` container from the
+ * a connection by its Pre-Connection PDU credential) against a `socat TCP-LISTEN … TCP:…` container from the
  * same image, the generic TCP relay an operator would otherwise put there. One run, paths taking turns:
  *  - direct: the target container's own published ports (Docker's loopback proxy only), the ceiling of the other two;
  *  - relay: one relay container per target, configured as the worker does it (connection file via the archive API);
- *  - socat: one socat container per target (the baseline).
+ *  - socat: one socat container per target (the baseline), with the relay's settings: 64 KiB reads (`-b 65536`)
+ *    and TCP_NODELAY on both of its sockets (`nodelay`), so the ratio measures the relay, not socat's defaults
+ *    (8 KiB reads, Nagle on).
  * Targets, in one container of the same image on Docker's default bridge network, socat with large buffers so they
  * are never the limit: an echo (PIPE: latency and connection setup), a sink (upload: done when the sink has read
  * every byte and closed) and a /dev/zero source (download). Every container publishes on 127.0.0.1 only.
@@ -305,9 +307,9 @@ async function main(): Promise<void> {
       preamble: () => preconnectionPdu(mintRelayCredential(secret, workspaceId, new Date(Date.now() + 3600_000))),
     };
     const socat: Path = {
-      name: 'socat (baseline)',
+      name: 'socat -b 65536, nodelay (baseline)',
       ports: await ports(async (target) => {
-        const container = await createContainer(docker, image, deploymentId, ['socat', `TCP-LISTEN:${RELAY_PORT},fork,reuseaddr`, `TCP:${targetIp}:${TARGET_PORTS[target]}`], [RELAY_PORT]);
+        const container = await createContainer(docker, image, deploymentId, ['socat', '-b', '65536', `TCP-LISTEN:${RELAY_PORT},fork,reuseaddr,nodelay`, `TCP:${targetIp}:${TARGET_PORTS[target]},nodelay`], [RELAY_PORT]);
         await container.start();
         return container;
       }, () => RELAY_PORT),
@@ -328,7 +330,7 @@ async function main(): Promise<void> {
       `${ROUND_TRIPS} ${MESSAGE_BYTES}-byte echo round trips, as many bursts of ${BURST_MESSAGES} such messages, ${SETUPS} connection setups (connect + PDU + first echoed byte) in ${LATENCY_BLOCKS} alternating blocks; medians over rounds, ratios the median of per-round ratios`);
     const stalls = (path: Path) => results.get(path.name)!.reduce((sum, f) => sum + f.burstStalls, 0);
     for (const path of paths) {
-      console.log(`${path.name.padEnd(28)} download ${of(path, 'downloadMiBps').toFixed(0).padStart(6)} MiB/s   upload ${of(path, 'uploadMiBps').toFixed(0).padStart(6)} MiB/s   ` +
+      console.log(`${path.name.padEnd(36)} download ${of(path, 'downloadMiBps').toFixed(0).padStart(6)} MiB/s   upload ${of(path, 'uploadMiBps').toFixed(0).padStart(6)} MiB/s   ` +
         `round trip p50 ${(of(path, 'rttP50Us') / 1000).toFixed(3)} ms  p99 ${(of(path, 'rttP99Us') / 1000).toFixed(3)} ms   ` +
         `burst p50 ${(of(path, 'burstP50Us') / 1000).toFixed(3)} ms  p99 ${(of(path, 'burstP99Us') / 1000).toFixed(3)} ms   ` +
         `bursts over ${STALL_US / 1000} ms ${String(stalls(path)).padStart(3)} of ${ROUNDS * LATENCY_BLOCKS * Math.ceil(ROUND_TRIPS / LATENCY_BLOCKS)}   setup p50 ${(of(path, 'setupP50Us') / 1000).toFixed(3)} ms`);
