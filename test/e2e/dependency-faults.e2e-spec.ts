@@ -11,7 +11,7 @@ import { PgNotifications } from '@ws/database';
 import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
 import { ZonesService } from '@ws/zones';
-import { freePort, TestApi, TestKey, waitFor } from './harness';
+import { freePort, prerequisite, TestApi, TestKey, waitFor } from './harness';
 import { PrivateRedis, REDIS_SERVER } from './private-redis';
 
 /**
@@ -27,7 +27,11 @@ const NO_HANG_MS = 20_000;
 /** Longer than NO_HANG_MS, so a request that waited for the pause to end cannot pass as an answer. */
 const REDIS_PAUSE_MS = 30_000;
 
-const describeIfBinaries = POSTGRES_BIN && REDIS_SERVER ? describe : describe.skip;
+const describeIfBinaries = prerequisite(
+  Boolean(POSTGRES_BIN && REDIS_SERVER),
+  [POSTGRES_BIN ? '' : 'PostgreSQL\'s server binaries (/usr/lib/postgresql/<version>/bin)', REDIS_SERVER ? '' : 'redis-server'].filter(Boolean).join(' and '),
+  'scripts/ensure-services.sh installs Debian\'s postgresql and redis-server',
+) ? describe : describe.skip;
 
 describeIfBinaries('dependency faults: PostgreSQL stopped or stalled, Redis paused', () => {
   let postgres: PrivatePostgres;

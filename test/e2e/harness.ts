@@ -248,6 +248,17 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
 }
 
+/**
+ * Whether a prerequisite the machine may lack (a program a suite runs) is here. On a developer's machine a missing
+ * one skips what needs it (the caller's describe.skip or check); under CI=true (.ci/run) it fails the run instead,
+ * naming what is missing and how to get it, so a CI machine without it cannot pass by skipping.
+ */
+export function prerequisite(present: boolean, what: string, remedy: string): boolean {
+  if (present) return true;
+  if (process.env.CI === 'true') throw new Error(`${what} is missing and CI=true, where a missing prerequisite fails instead of skipping: ${remedy}`);
+  return false;
+}
+
 export const HEX32 = /^[0-9a-f]{32}$/;
 export const TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6}$/;
 

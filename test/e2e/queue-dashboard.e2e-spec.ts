@@ -3,7 +3,7 @@ import { JobProducer, QUEUES } from '@ws/queue';
 import { QUEUE_DASHBOARD_PATH, queueDashboardRoutes } from '../../apps/api/src/admin/queue-dashboard';
 import { createApi } from '../../apps/api/src/bootstrap';
 import { ensureChromium, launchChromium } from './browser';
-import { TestApi, TestKey, waitFor } from './harness';
+import { prerequisite, TestApi, TestKey, waitFor } from './harness';
 import { PrivateRedis, REDIS_SERVER } from './private-redis';
 
 /**
@@ -267,7 +267,7 @@ describe('queue dashboard at /admin/queues', () => {
   });
 });
 
-(REDIS_SERVER ? describe : describe.skip)('queue dashboard while Redis is down', () => {
+(prerequisite(Boolean(REDIS_SERVER), 'redis-server', 'scripts/ensure-services.sh installs Debian\'s redis-server') ? describe : describe.skip)('queue dashboard while Redis is down', () => {
   let redis: PrivateRedis;
   let api: TestApi;
   let base: string;
