@@ -54,8 +54,8 @@ export class WorkspaceReads {
         operational_status: operationalStatus(workspace.status),
       };
     }
-    const link = await this.renewLink(workspace);
-    const settings = await this.settings.of(workspace.userId as string);
+    // Independent reads: the renewal and the owner's settings go to PostgreSQL together.
+    const [link, settings] = await Promise.all([this.renewLink(workspace), this.settings.of(workspace.userId as string)]);
     return { current_time: formatTimestamp(now()), workspace_url: link, workspace: toWorkspaceResponse(workspace, settings.clientSettings) };
   }
 
