@@ -1,12 +1,13 @@
 /**
  * Issue 8 benchmark: the developer API under load. autocannon drives get_user, get_workspaces and
  * get_workspace_status (stored state: running workspace rows, skip_agent_check) through the real api process,
- * and the same requests against a bare Fastify + pg server doing the same reads (same SQL shape, the key
- * checked from memory) in the same run: first at full speed (requests/s), then at a fixed rate (latency).
- * Target: get_user at ≥ 0.6× the bare server's requests/s, and p99 < 25 ms with zero errors at 1,000 requests/s.
+ * and the same requests against a bare Fastify + pg server doing the same reads (the same statements, round trips
+ * and answers; the key checked from memory, as the api holds it) in the same run: first at full speed (requests/s), then at a fixed rate (latency).
+ * Target (issue 25): each operation at ≥ 0.85× the bare server's requests/s, and p99 < 15 ms with zero errors at 1,000 requests/s.
  * Both servers run in processes of their own, so the load generator never shares their event loop.
  */
 import 'reflect-metadata';
+import { deepStrictEqual } from 'node:assert/strict';
 import { ChildProcess, fork, spawn } from 'node:child_process';
 import { timingSafeEqual } from 'node:crypto';
 import { join } from 'node:path';
@@ -14,7 +15,7 @@ import autocannon from 'autocannon';
 import type { QueryResultRow } from 'pg';
 import { DataSource } from 'typeorm';
 import { loadConfig, newId, randomSecret, sha256, toWireId } from '@ws/common';
-import { Group, UserGroup } from '@ws/groups';
+import { DEFAULT_CLIENT_SETTINGS, Group, UserGroup } from '@ws/groups';
 import { UsersService } from '@ws/users';
 import { Workspace } from '@ws/workspaces';
 import { benchDeployment, benchEnv, BenchSettings, freePort, registerLocalDesktop, treeCpuMs, until, withSetupApi } from './harness';
@@ -28,8 +29,9 @@ const ONLY = (process.env.BENCH_API_OPERATIONS ?? '').split(',').filter(Boolean)
 const CONNECTIONS = Number(process.env.BENCH_API_CONNECTIONS ?? 16);
 const FIXED_RATE = Number(process.env.BENCH_API_RATE ?? 1000);
 const USERS = 3;
-const TARGET_RATIO = 0.6;
-const TARGET_P99_MS = 25;
+/** Issue 25: each operation at ≥ 0.85× the bare server's requests/s, p99 < 15 ms at 1,000 requests/s. */
+const TARGET_RATIO = 0.85;
+const TARGET_P99_MS = 15;
 
 interface Figures {
   rps: number;
@@ -57,6 +59,20 @@ const summary = (runs: Figures[]): Figures => ({
 
 const fmt = (f: Figures) =>
   `${f.rps.toFixed(0).padStart(7)} req/s   ${f.cpuUs.toFixed(0).padStart(5)} µs CPU/req   p50 ${f.p50.toFixed(1).padStart(6)} ms   p99 ${f.p99.toFixed(1).padStart(6)} ms   errors ${f.errors}`;
+
+/**
+ * The baseline must answer what the api answers (else it would be measuring less work): the same JSON but for the
+ * clock and the link's JWT (signed for another generation of the same token).
+ */
+function sameAnswers(operation: string, api: unknown, bare: unknown): void {
+  const normal = (answer: unknown) => JSON.parse(JSON.stringify(answer), (key, value: unknown) =>
+    key === 'current_time' ? '<now>' : key === 'workspace_url' && typeof value === 'string' ? value.replace(/[^/]+$/, '<jwt>') : value);
+  try {
+    deepStrictEqual(normal(bare), normal(api));
+  } catch (err) {
+    throw new Error(`the bare server's ${operation} answers otherwise than the api's: ${(err as Error).message}`);
+  }
+}
 
 /** Stored state: users in two groups, each with a running workspace on a registered server. */
 function seed(settings: BenchSettings) {
@@ -99,8 +115,9 @@ async function main(): Promise<void> {
     const pids = { api: apiProcess.pid as number, bare: bareProcess.pid as number };
     const api = `http://127.0.0.1:${apiPort}`;
     const bare = `http://127.0.0.1:${barePort}`;
-    await until('the api', async () => ((await fetch(`${api}/api/health`)).ok ? true : undefined));
-    await until('the bare server', async () => ((await fetch(`${bare}/health`)).ok ? true : undefined));
+    // A busy shared machine can take more than a minute to start the api.
+    await until('the api', async () => ((await fetch(`${api}/api/health`)).ok ? true : undefined), 300_000);
+    await until('the bare server', async () => ((await fetch(`${bare}/health`)).ok ? true : undefined), 300_000);
 
     const [first] = workspaces;
     const operations: Array<[string, object]> = [
@@ -109,10 +126,13 @@ async function main(): Promise<void> {
       ['get_workspace_status', { ...auth, user_id: first.user_id, workspace_id: first.workspace_id, skip_agent_check: true }],
     ];
     for (const [operation, body] of operations) {
+      const answers: unknown[] = [];
       for (const base of [api, bare]) {
         const res = await fetch(`${base}/api/public/${operation}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
         if (res.status !== 200) throw new Error(`${operation} at ${base} answered ${res.status}: ${await res.text()}`);
+        answers.push(await res.json());
       }
+      sameAnswers(operation, answers[0], answers[1]);
     }
 
     console.log(`\nAPI under load (autocannon, ${CONNECTIONS} connections, ${ROUNDS} alternating rounds of ${SECONDS} s per figure; baseline: bare Fastify + pg doing the same reads)`);
@@ -138,10 +158,8 @@ async function main(): Promise<void> {
       console.log(`  ${FIXED_RATE}/s fixed   api  ${fmt(summary(fixed.api))}`);
       console.log(`  ${FIXED_RATE}/s fixed   bare ${fmt(summary(fixed.bare))}`);
       console.log(`  ratio api/bare requests/s ${ratio.toFixed(2)} (per round: ${full.api.map((f, i) => (f.rps / full.bare[i].rps).toFixed(2)).join(' ')})   CPU/req api/bare ${(summary(full.api).cpuUs / summary(full.bare).cpuUs).toFixed(2)}   p99 at ${FIXED_RATE}/s api/bare ${(p99 / summary(fixed.bare).p99).toFixed(2)}`);
-      if (operation === 'get_user') {
-        const met = ratio >= TARGET_RATIO && p99 < TARGET_P99_MS && errors === 0;
-        console.log(`  target: ≥ ${TARGET_RATIO}× requests/s, p99 < ${TARGET_P99_MS} ms and 0 errors at ${FIXED_RATE}/s: ${met ? 'met' : 'NOT met'}`);
-      }
+      const met = ratio >= TARGET_RATIO && p99 < TARGET_P99_MS && errors === 0;
+      console.log(`  target: ≥ ${TARGET_RATIO}× requests/s, p99 < ${TARGET_P99_MS} ms and 0 errors at ${FIXED_RATE}/s: ${met ? 'met' : 'NOT met'}`);
     }
   } finally {
     for (const child of children) child.kill('SIGINT');
@@ -151,7 +169,10 @@ async function main(): Promise<void> {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// The baseline: a bare Fastify + pg server answering the same three operations with the same reads.
+// The baseline: a bare Fastify + pg server answering the same three operations with the same statements as the
+// api (same joins, same round trips, same concurrency) and the same answers (`sameAnswers` checks them before
+// any load). The key is checked from memory, as the api checks a key it holds (ApiKeyAuthenticator: exact, evicted
+// by PostgreSQL change notices); its secret is hashed on every request by both.
 
 const LIVE = ['starting', 'running', 'stopping', 'failed'];
 const ts = (d: Date | null) => (d ? d.toISOString().replace('T', ' ').replace('Z', '000') : null);
@@ -161,12 +182,14 @@ async function bareServer(port: number, apiKey: string, secretSha256: string): P
   const { default: Fastify } = await import('fastify');
   const { Pool } = await import('pg');
   const jwt = await import('jsonwebtoken');
+  const { createSecretKey } = await import('node:crypto');
   const config = loadConfig();
   const pool = new Pool({ host: config.DATABASE_HOST, port: config.DATABASE_PORT, user: config.DATABASE_USER, password: config.DATABASE_PASSWORD, database: config.DATABASE_NAME, max: config.DATABASE_POOL_SIZE });
   const expected = Buffer.from(secretSha256, 'hex');
-  // The same signing key as the api's (made on first use by whichever comes first).
+  // The same signing key as the api's (made on first use by whichever comes first), held as a KeyObject as the api holds it.
   await pool.query(`INSERT INTO settings (key, value) VALUES ('jwt_signing_key', $1) ON CONFLICT DO NOTHING`, [JSON.stringify(randomSecret(32))]);
-  const [{ value: signingKey }] = (await pool.query(`SELECT value FROM settings WHERE key = 'jwt_signing_key'`)).rows;
+  const [{ value: signingKeyText }] = (await pool.query(`SELECT value FROM settings WHERE key = 'jwt_signing_key'`)).rows;
+  const signingKey = createSecretKey(Buffer.from(signingKeyText as string, 'utf8'));
   const app = Fastify();
   const authenticate = (body: Record<string, string>) =>
     body.api_key === apiKey && timingSafeEqual(Buffer.from(sha256(body.api_key_secret ?? ''), 'hex'), expected);
@@ -192,71 +215,108 @@ async function bareServer(port: number, apiKey: string, secretSha256: string): P
         last_session: ts(user.last_session), groups: groups.map((g) => ({ name: g.name, group_id: wire(g.id) })),
         workspaces: workspaces.rows.map((w) => ({
           workspace_id: wire(w.id), start_date: ts(w.start_date), keepalive_date: ts(w.keepalive_date), expiration_date: ts(w.expiration_date),
-          server: { server_id: wire(w.server_id), hostname: w.hostname, port: w.host_ports.vnc ?? null },
+          server: w.server_id ? { server_id: wire(w.server_id), hostname: w.hostname, port: w.host_ports.vnc ?? null } : null,
         })),
         two_factor: user.two_factor, program_id: user.program_id, hash: sha256(`${user.id}:${user.credentials_changed_at.toISOString()}`),
       },
     };
   });
 
-  const workspaceJson = (w: QueryResultRow, clientSettings: unknown) => ({
-    workspace_id: wire(w.id), user_id: wire(w.user_id), image_id: wire(w.image_id),
-    image: { image_id: wire(w.image_id), name: w.image_name, image_src: w.image_src, friendly_name: w.friendly_name },
-    server_id: wire(w.server_id), host: w.publish_host, hostname: w.hostname, port: w.host_ports.vnc ?? null,
-    container_id: w.container_id, container_ip: w.container_ip, start_date: ts(w.start_date), keepalive_date: ts(w.keepalive_date),
-    expiration_date: ts(w.expiration_date), token: w.token, view_only_token: w.view_only_token, share_id: w.share_id, cores: Number(w.cores),
-    memory: Number(w.memory), operational_status: w.status, is_persistent_profile: w.is_persistent_profile, persistent_profile_mode: w.persistent_profile_mode,
-    point_of_presence: null, port_map: { vnc: { port: 5900, path: `api/stream/${wire(w.id)}/vnc` } }, client_settings: clientSettings,
-  });
-  const WORKSPACE_SELECT = `SELECT w.*, i.name AS image_name, i.image_src, i.friendly_name, s.publish_host, s.hostname, s.zone_id, s.provider, u.username
-    FROM workspaces w JOIN images i ON i.id = w.image_id LEFT JOIN servers s ON s.id = w.server_id LEFT JOIN users u ON u.id = w.user_id`;
-  const settingsOf = (groups: Array<QueryResultRow>, userId: string) =>
-    Object.assign({}, ...groups.filter((g) => g.user_id === userId).reverse().map((g) => g.client_settings));
+  /** A live workspace's row (one per image attribute, as the api selects it) with its image, server and owner's name. */
+  const WORKSPACE_SELECT = `SELECT w.*, i.name AS image_name, i.image_src, i.friendly_name, i.kind AS image_kind, s.publish_host, s.hostname, s.zone_id, s.provider,
+      s.health, s.health_reason, s.health_checked_at, s.down_since, u.username, a.category AS a_category, a.name AS a_name, a.value AS a_value
+    FROM workspaces w JOIN images i ON i.id = w.image_id LEFT JOIN image_attributes a ON a.image_id = i.id
+    LEFT JOIN servers s ON s.id = w.server_id LEFT JOIN users u ON u.id = w.user_id`;
+  /** Rows (one per attribute) → workspaces with their port maps, in order. */
+  const byWorkspace = (rows: QueryResultRow[]) => {
+    const found = new Map<string, { w: QueryResultRow; portMap: Record<string, string> }>();
+    for (const row of rows) {
+      let entry = found.get(row.id);
+      if (!entry) found.set(row.id, (entry = { w: row, portMap: {} }));
+      if (row.a_category === 'port_map') entry.portMap[row.a_name] = row.a_value;
+    }
+    return [...found.values()];
+  };
+  const clientSettingsOf = (groups: QueryResultRow[], w: QueryResultRow) => {
+    const settings: Record<string, boolean | number> = { ...DEFAULT_CLIENT_SETTINGS };
+    for (const g of groups.filter((g) => g.user_id === w.user_id).reverse()) {
+      for (const [key, value] of Object.entries(g.client_settings ?? {})) if (key in settings && typeof value === typeof settings[key]) settings[key] = value as boolean | number;
+    }
+    return { ...settings, ...w.client_settings_override };
+  };
+  const statusName = (status: string) => (status === 'failed' || status === 'deleted' ? 'stopped' : status);
+  const workspaceJson = ({ w, portMap }: { w: QueryResultRow; portMap: Record<string, string> }, groups: QueryResultRow[]) => {
+    const path = (service: string) => `api/stream/${wire(w.id)}/${service}`;
+    const services: Record<string, { port: number; path: string }> = Object.fromEntries(
+      Object.entries(Object.keys(portMap).length ? portMap : { vnc: '5900/tcp' }).map(([name, spec]) => [name, { port: Number(spec.split('/')[0]), path: path(name) }]),
+    );
+    if (!services.uploads && !w.server_connection && w.image_kind !== 'server') services.uploads = { port: 0, path: path('uploads') };
+    const direct = w.server_connection?.mode === 'direct' ? w.server_connection : null;
+    return {
+      workspace_id: wire(w.id), user_id: wire(w.user_id), image_id: wire(w.image_id),
+      image: { image_id: wire(w.image_id), name: w.image_name, image_src: w.image_src, friendly_name: w.friendly_name },
+      server_id: wire(w.server_id), host: direct?.host ?? w.publish_host ?? null, hostname: direct?.host ?? w.hostname ?? null, port: direct?.port ?? w.host_ports.vnc ?? null,
+      container_id: w.container_id, container_ip: w.container_ip, start_date: ts(w.start_date), keepalive_date: ts(w.keepalive_date),
+      expiration_date: ts(w.expiration_date), token: w.token, view_only_token: w.view_only_token, share_id: w.share_id, cores: Number(w.cores),
+      memory: Number(w.memory), operational_status: statusName(w.status), operational_message: w.operational_message, is_persistent_profile: w.is_persistent_profile,
+      persistent_profile_mode: w.persistent_profile_mode, point_of_presence: null, port_map: services, client_settings: clientSettingsOf(groups, w),
+    };
+  };
+  const unreachable = (w: QueryResultRow) => (w.health === 'down' ? `The workspace's host ${w.hostname} is unreachable` : null);
 
   app.post('/api/public/get_workspaces', async (request, reply) => {
     if (!authenticate(request.body as Record<string, string>)) return reply.status(401).send({ error_message: 'Invalid api_key or api_key_secret' });
-    const { rows } = await pool.query(`${WORKSPACE_SELECT} WHERE w.status = ANY($1) ORDER BY w.start_date`, [LIVE]);
-    const [attributes, zones, groups] = await Promise.all([
-      pool.query('SELECT * FROM image_attributes WHERE image_id = ANY($1)', [rows.map((w) => w.image_id)]),
+    const [{ rows }, zones] = await Promise.all([
+      pool.query(`${WORKSPACE_SELECT} WHERE w.status = ANY($1) ORDER BY w.start_date, w.id`, [LIVE]),
       pool.query('SELECT id, name FROM zones'),
-      groupsOf(rows.map((w) => w.user_id)),
-      setting('default_keepalive_expiration'),
     ]);
+    const workspaces = byWorkspace(rows);
+    const [groups] = await Promise.all([groupsOf(workspaces.map(({ w }) => w.user_id)), setting('default_keepalive_expiration')]);
     const zoneNames = new Map(zones.rows.map((z) => [z.id, z.name]));
-    void attributes;
     return {
       current_time: ts(new Date()),
-      workspaces: rows.map((w) => ({
-        ...workspaceJson(w, settingsOf(groups, w.user_id)),
-        server: { port: w.host_ports.vnc ?? null, hostname: w.hostname, zone_name: zoneNames.get(w.zone_id) ?? null, provider: w.provider },
-        user: { username: w.username },
-      })),
+      workspaces: workspaces.map((entry) => {
+        const { w } = entry;
+        return {
+          ...workspaceJson(entry, groups),
+          server: w.server_id
+            ? { port: w.host_ports.vnc ?? null, hostname: w.hostname, zone_name: zoneNames.get(w.zone_id) ?? null, provider: w.provider, health: w.health, health_reason: w.health_reason, health_checked_at: ts(w.health_checked_at), down_since: ts(w.down_since) }
+            : null,
+          user: { username: w.username },
+          operational_message: unreachable(w) ?? w.operational_message ?? null,
+        };
+      }),
     };
   });
 
   app.post('/api/public/get_workspace_status', async (request, reply) => {
     const body = request.body as Record<string, string>;
     if (!authenticate(body)) return reply.status(401).send({ error_message: 'Invalid api_key or api_key_secret' });
-    const { rows: [w] } = await pool.query(`${WORKSPACE_SELECT} WHERE w.id = $1 AND w.status = ANY($2)`, [body.workspace_id, LIVE]);
-    if (!w || wire(w.user_id) !== body.user_id) return reply.status(400).send({ error_message: `Invalid workspace_id (${body.workspace_id})` });
-    await pool.query('SELECT * FROM image_attributes WHERE image_id = $1', [w.image_id]);
-    // Renewal: a live token of the workspace gets a new generation and a new link (a fresh token the first time).
-    const lifetime = await setting('session_lifetime');
+    const [entry] = byWorkspace((await pool.query(`${WORKSPACE_SELECT} WHERE w.id = $1 AND w.status = ANY($2)`, [body.workspace_id, LIVE])).rows);
+    if (!entry || wire(entry.w.user_id) !== body.user_id) return reply.status(400).send({ error_message: `Invalid workspace_id (${body.workspace_id})` });
+    const { w } = entry;
+    if (unreachable(w) || w.status !== 'running') return reply.status(400).send({ error_message: `Workspace (${wire(w.id)}) is not running` });
+    // Renewal (the session lifetime read in the same statement) beside the owner's groups: a live token of the
+    // workspace gets a new generation and a new link (a fresh token the first time).
     const now = new Date();
-    const expiresAt = new Date(now.getTime() + lifetime * 1000);
-    let renewed = w.session_token_id
-      ? (await pool.query('UPDATE session_tokens SET token_date = $2, expires_at = $3, generation = generation + 1 WHERE id = $1 AND expires_at > $2 RETURNING id, generation', [w.session_token_id, now, expiresAt])).rows[0]
-      : undefined;
-    if (!renewed) {
-      renewed = (await pool.query('INSERT INTO session_tokens (id, user_id, token_date, expires_at, generation) VALUES (gen_random_uuid(), $1, $2, $3, 0) RETURNING id, generation', [w.user_id, now, expiresAt])).rows[0];
-      await pool.query('UPDATE workspaces SET session_token_id = $2 WHERE id = $1', [w.id, renewed.id]);
+    const renewal = `UPDATE session_tokens SET token_date = $2, expires_at = $2::timestamptz + (SELECT (value #>> '{}')::integer FROM settings WHERE key = 'session_lifetime') * interval '1 second',
+      generation = generation + 1 WHERE id = $1 AND expires_at > $2 RETURNING id, generation, expires_at`;
+    const [renewed, groups] = await Promise.all([
+      w.session_token_id ? pool.query(renewal, [w.session_token_id, now]).then((r) => r.rows[0]) : undefined,
+      groupsOf([w.user_id]),
+      setting('default_keepalive_expiration'),
+    ]);
+    let token = renewed;
+    if (!token) {
+      const lifetime = await setting('session_lifetime');
+      token = (await pool.query('INSERT INTO session_tokens (id, user_id, token_date, expires_at, generation) VALUES (gen_random_uuid(), $1, $2, $3, 0) RETURNING id, generation, expires_at', [w.user_id, now, new Date(now.getTime() + lifetime * 1000)])).rows[0];
+      await pool.query('UPDATE workspaces SET session_token_id = $2 WHERE id = $1', [w.id, token.id]);
     }
-    const link = jwt.sign({ workspace_id: w.id, sub: w.user_id, sid: renewed.id, gen: renewed.generation, exp: Math.floor(expiresAt.getTime() / 1000) }, signingKey, { algorithm: 'HS256', issuer: 'workspace-server' });
-    const [groups] = await Promise.all([groupsOf([w.user_id]), setting('default_keepalive_expiration')]);
+    const link = jwt.sign({ workspace_id: w.id, sub: w.user_id, sid: token.id, gen: token.generation, exp: Math.floor(token.expires_at.getTime() / 1000) }, signingKey, { algorithm: 'HS256', issuer: 'workspace-server' });
     return {
       current_time: ts(now),
       workspace_url: `/#/connect/workspace/${wire(w.id)}/${wire(w.user_id)}/${link}`,
-      workspace: workspaceJson(w, settingsOf(groups, w.user_id)),
+      workspace: workspaceJson(entry, groups),
     };
   });
 

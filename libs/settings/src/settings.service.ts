@@ -29,6 +29,12 @@ export type GlobalSettingName = keyof typeof GLOBAL_SETTINGS;
 
 const SIGNING_KEY = 'jwt_signing_key';
 
+/**
+ * An integer global setting as a SQL expression, for a statement that needs it (read when the statement runs,
+ * like `get`, but in the same round trip). NULL when the setting is missing, which the statement's NOT NULL refuses.
+ */
+export const integerSettingSql = (name: GlobalSettingName) => `(SELECT (value #>> '{}')::integer FROM settings WHERE key = '${name}')`;
+
 @Injectable()
 export class SettingsService {
   private signingKey: string | null = null;

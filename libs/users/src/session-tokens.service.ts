@@ -4,7 +4,7 @@ import { In, LessThanOrEqual, MoreThan, Repository } from 'typeorm';
 import { JwtSigner, SessionClaims } from '@ws/auth';
 import { addSeconds, ApiError, newId, parseId } from '@ws/common';
 import { creationOrder, hydrate, listPage, PageAnswer, PageRequest, rawQuery, selectColumns } from '@ws/database';
-import { SettingsService } from '@ws/settings';
+import { integerSettingSql, SettingsService } from '@ws/settings';
 import { LoginLink } from './login-link.entity';
 import { SessionToken } from './session-token.entity';
 import type { User } from './user.entity';
@@ -98,17 +98,17 @@ export class SessionTokensService {
   }
 
   /**
-   * Renews the token with this id if it is still live, in one statement (get_workspace_status renews on every
-   * call); null when it expired or was revoked.
+   * Renews the token with this id if it is still live, in one statement that also reads the session lifetime
+   * (get_workspace_status renews on every call); null when it expired or was revoked.
    */
   async renewIfLive(tokenId: string, extraClaims: Partial<SessionClaims> = {}): Promise<IssuedToken | null> {
     const now = new Date();
-    const expiresAt = addSeconds(now, await this.settings.sessionLifetimeSeconds());
     const db = this.tokens.manager.connection;
     const [row] = await rawQuery(
       db,
-      `UPDATE session_tokens SET token_date = $2, expires_at = $3, generation = generation + 1 WHERE id = $1 AND expires_at > $2 RETURNING ${selectColumns(db, SessionToken, 'session_tokens')}`,
-      [tokenId, now, expiresAt],
+      `UPDATE session_tokens SET token_date = $2, expires_at = $2::timestamptz + ${integerSettingSql('session_lifetime')} * interval '1 second', generation = generation + 1
+        WHERE id = $1 AND expires_at > $2 RETURNING ${selectColumns(db, SessionToken, 'session_tokens')}`,
+      [tokenId, now],
     );
     const token = row ? hydrate(db, SessionToken, row) : null;
     return token ? { token, jwt: await this.sign(token, extraClaims) } : null;

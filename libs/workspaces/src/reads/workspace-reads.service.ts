@@ -54,8 +54,8 @@ export class WorkspaceReads {
         operational_status: operationalStatus(workspace.status),
       };
     }
-    const link = await this.renewLink(workspace);
-    const settings = await this.settings.of(workspace.userId as string);
+    // Independent reads: the renewal and the owner's settings go to PostgreSQL together.
+    const [link, settings] = await Promise.all([this.renewLink(workspace), this.settings.of(workspace.userId as string)]);
     return { current_time: formatTimestamp(now()), workspace_url: link, workspace: toWorkspaceResponse(workspace, settings.clientSettings) };
   }
 
@@ -82,9 +82,12 @@ export class WorkspaceReads {
    * a staged workspace's start moves when it is claimed, its creation never does).
    */
   async list(request: PageRequest = {}) {
-    const { rows, paging } = await listPage(this.db, LIVE_WORKSPACES_LIST, request, () => findAllLive(this.workspaces),
-      (ids) => findAllLive(this.workspaces, ids), (row) => row.workspace.id);
-    const zones = new Map((await rawQuery<{ id: string; name: string }>(this.db, 'SELECT id, name FROM zones')).map((z) => [z.id, z.name]));
+    // The zones' names need nothing from the page: read beside it.
+    const [{ rows, paging }, zoneRows] = await Promise.all([
+      listPage(this.db, LIVE_WORKSPACES_LIST, request, () => findAllLive(this.workspaces), (ids) => findAllLive(this.workspaces, ids), (row) => row.workspace.id),
+      rawQuery<{ id: string; name: string }>(this.db, 'SELECT id, name FROM zones'),
+    ]);
+    const zones = new Map(zoneRows.map((z) => [z.id, z.name]));
     const settings = await this.settings.ofMany(rows.map(({ workspace: w }) => w.userId).filter((id): id is string => !!id));
     return {
       current_time: formatTimestamp(now()),
