@@ -278,6 +278,23 @@ export function removeContainers(deploymentId: string): void {
   if (ids.length) execFileSync('docker', ['rm', '-f', ...ids], { stdio: 'ignore' });
 }
 
+/**
+ * Runs `cleanup` when the bench is interrupted (SIGINT, SIGTERM: a Ctrl-C, a timeout) and exits, so what it started
+ * outside this process (a second dockerd, worker processes, containers) does not outlive it; bounded at 120 s.
+ */
+export function cleanUpOnSignal(cleanup: () => Promise<unknown>): void {
+  const onSignal = (signal: NodeJS.Signals) => {
+    console.error(`${signal}: cleaning up`);
+    const bound = setTimeout(() => process.exit(130), 120_000);
+    void cleanup().catch((err: Error) => console.error(err.message)).finally(() => {
+      clearTimeout(bound);
+      process.exit(130);
+    });
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+}
+
 /** Runs every step, in order, even after one failed; rethrows the first failure at the end. */
 async function closeAll(steps: Array<() => unknown>): Promise<void> {
   let failure: unknown;

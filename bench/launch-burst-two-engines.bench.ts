@@ -10,7 +10,7 @@
 import 'reflect-metadata';
 import { SecondEngine } from '../test/e2e/second-engine';
 import { BENCH_SERVER_CAPACITY, burstLine, compareBursts, LOCAL_ENGINE, registerSecondEngine } from './engines';
-import { createUsers, desktopImage, registerLocalDesktop, startBenchApi } from './harness';
+import { cleanUpOnSignal, createUsers, desktopImage, registerLocalDesktop, startBenchApi } from './harness';
 
 const BURST = Number(process.env.BENCH_BURST_TWO ?? 16);
 const ROUNDS = Number(process.env.BENCH_BURST_ROUNDS ?? 3);
@@ -24,6 +24,14 @@ async function main(): Promise<void> {
   let engine: SecondEngine | undefined;
   const bench = await startBenchApi({ worker: true, settings: { WORKER_CONCURRENCY: BURST } });
   const { base } = bench;
+  const cleanUp = async () => {
+    try {
+      await bench.close();
+    } finally {
+      await engine?.stop();
+    }
+  };
+  cleanUpOnSignal(cleanUp);
   try {
     engine = await SecondEngine.start({ tag: 'lb2' });
     const { image: img, auth } = await registerLocalDesktop(bench.api, { name: image, friendlyName: 'Desktop', cores: CORES, memory: MEMORY_MB * 1024 ** 2 }, BENCH_SERVER_CAPACITY);
@@ -37,11 +45,7 @@ async function main(): Promise<void> {
     console.log(burstLine(BURST, comparison));
     console.log(`  placement per round: ${comparison.splits.join(' | ')}   bare: ${BURST / 2} on each   (target ratio ≤ 1.15)`);
   } finally {
-    try {
-      await bench.close();
-    } finally {
-      await engine?.stop();
-    }
+    await cleanUp();
   }
 }
 

@@ -13,7 +13,7 @@ import { resolve } from 'node:path';
 import { SecondEngine } from '../test/e2e/second-engine';
 import { WorkerProcess } from '../test/e2e/worker-processes';
 import { bareBurst, BENCH_SERVER_CAPACITY, LOCAL_ENGINE, registerSecondEngine, untilNoContainers } from './engines';
-import { createUsers, desktopImage, destroyAll, launchAll, placementSplit, registerLocalDesktop, startBenchApi } from './harness';
+import { cleanUpOnSignal, createUsers, desktopImage, destroyAll, launchAll, placementSplit, registerLocalDesktop, startBenchApi } from './harness';
 import { median } from './stats';
 
 const WORKER_COUNTS = (process.env.BENCH_POOL_WORKERS ?? '1,2,4').split(',').map(Number);
@@ -36,6 +36,15 @@ async function main(): Promise<void> {
   // The api in this process; the workers are the pool under test.
   const bench = await startBenchApi();
   const { base } = bench;
+  const cleanUp = async () => {
+    try {
+      await stopWorkers().catch((err: Error) => console.error(`stopping the workers: ${err.message}`));
+      await bench.close();
+    } finally {
+      await engine?.stop();
+    }
+  };
+  cleanUpOnSignal(cleanUp);
   try {
     engine = await SecondEngine.start({ tag: 'wpb' });
     const { image: img, auth } = await registerLocalDesktop(bench.api, { name: image, friendlyName: 'Desktop', cores: CORES, memory: MEMORY_MB * 1024 ** 2 }, BENCH_SERVER_CAPACITY);
@@ -67,12 +76,7 @@ async function main(): Promise<void> {
     }
     console.log('  both engines and every worker share this machine\'s cores: more workers add job slots, not CPU; see docs/scaling.md');
   } finally {
-    try {
-      await stopWorkers().catch((err: Error) => console.error(`stopping the workers: ${err.message}`));
-      await bench.close();
-    } finally {
-      await engine?.stop();
-    }
+    await cleanUp();
   }
 }
 
