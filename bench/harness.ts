@@ -87,14 +87,16 @@ export function placementSplit(launched: Launched[]): string {
   return [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([hostname, n]) => `${hostname} ${n}`).join(', ');
 }
 
-/** Users made through the api (create_user), for benches that launch as many users at once. */
+/** Users made through the api (create_user) one after another (set-up, not measured), for benches that launch as many at once. */
 export async function createUsers(base: string, auth: BenchAuth, prefix: string, count: number): Promise<string[]> {
-  return Promise.all(Array.from({ length: count }, async (_, i) => {
+  const userIds: string[] = [];
+  for (let i = 0; i < count; i++) {
     const created = await post(base, 'create_user', { ...auth, target_user: { username: `${prefix}${i}` } });
     const userId = (created.user as { user_id?: string } | undefined)?.user_id;
     if (!userId) throw new Error(`create_user: ${JSON.stringify(created)}`);
-    return userId;
-  }));
+    userIds.push(userId);
+  }
+  return userIds;
 }
 
 /** The browser client's connect call (POST /api/client/connect): answers the `ws_stream=<jwt>` cookie the stream gateway takes. */
