@@ -40,6 +40,65 @@ export function untilRunning(base: string, query: object, timeoutMs = 60_000): P
   }, timeoutMs);
 }
 
+/** A launched workspace, with the server placement chose for it. */
+export interface Launched {
+  userId: string;
+  workspaceId: string;
+  hostname: string;
+}
+
+/**
+ * One request_workspace per user, all at once, each then polled (get_workspace_status, skip_agent_check, every
+ * `pollMs`) as an integrator would until `running`; a workspace that stops fails the burst. Answers the time from
+ * the first request until the last one ran, and the workspaces.
+ */
+export async function launchAll(base: string, auth: BenchAuth, userIds: string[], imageId: string, pollMs: number, timeoutMs = 300_000): Promise<{ elapsedMs: number; launched: Launched[] }> {
+  const start = performance.now();
+  const deadline = Date.now() + timeoutMs;
+  const launched = await Promise.all(userIds.map(async (userId) => {
+    const requested = await post(base, 'request_workspace', { ...auth, user_id: userId, image_id: imageId });
+    const workspaceId = requested.workspace_id as string;
+    if (!workspaceId) throw new Error(`request_workspace: ${JSON.stringify(requested)}`);
+    while (Date.now() < deadline) {
+      const status = await post(base, 'get_workspace_status', { ...auth, user_id: userId, workspace_id: workspaceId, skip_agent_check: true });
+      const workspace = status.workspace as { operational_status?: string; hostname?: string } | undefined;
+      if (workspace?.operational_status === 'running') return { userId, workspaceId, hostname: workspace.hostname ?? '' };
+      if (status.operational_status === 'stopped') throw new Error(`workspace failed: ${JSON.stringify(status)}`);
+      await new Promise((r) => setTimeout(r, pollMs));
+    }
+    throw new Error(`workspace ${workspaceId} not running within ${timeoutMs / 1000} s`);
+  }));
+  return { elapsedMs: performance.now() - start, launched };
+}
+
+/** destroy_workspace for each, then until get_workspace_status knows none of them any more (bounded). */
+export async function destroyAll(base: string, auth: BenchAuth, launched: Launched[], timeoutMs = 180_000): Promise<void> {
+  await Promise.all(launched.map(({ userId, workspaceId }) => post(base, 'destroy_workspace', { ...auth, user_id: userId, workspace_id: workspaceId })));
+  await until('the workspaces destroyed', async () => {
+    const left = await Promise.all(launched.map(async ({ userId, workspaceId }) => (await post(base, 'get_workspace_status', { ...auth, user_id: userId, workspace_id: workspaceId })).workspace));
+    return left.every((w) => !w) ? true : undefined;
+  }, timeoutMs);
+}
+
+/** How many of the workspaces each server holds, e.g. `local 8, second 8`. */
+export function placementSplit(launched: Launched[]): string {
+  const counts = new Map<string, number>();
+  for (const { hostname } of launched) counts.set(hostname, (counts.get(hostname) ?? 0) + 1);
+  return [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([hostname, n]) => `${hostname} ${n}`).join(', ');
+}
+
+/** Users made through the api (create_user) one after another (set-up, not measured), for benches that launch as many at once. */
+export async function createUsers(base: string, auth: BenchAuth, prefix: string, count: number): Promise<string[]> {
+  const userIds: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const created = await post(base, 'create_user', { ...auth, target_user: { username: `${prefix}${i}` } });
+    const userId = (created.user as { user_id?: string } | undefined)?.user_id;
+    if (!userId) throw new Error(`create_user: ${JSON.stringify(created)}`);
+    userIds.push(userId);
+  }
+  return userIds;
+}
+
 /** The browser client's connect call (POST /api/client/connect): answers the `ws_stream=<jwt>` cookie the stream gateway takes. */
 export async function streamCookie(base: string, jwt: string, workspaceId: string): Promise<string> {
   const connected = await fetch(`${base}/api/client/connect`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ session_jwt: jwt, workspace_id: workspaceId }) });
@@ -183,7 +242,7 @@ export interface BenchApi extends BenchDeployment {
  * An in-process api (listening on a loopback port unless `listen: false`) and, with `worker`, an in-process
  * worker on a fresh bench deployment. close() stops them, then removes containers and the database.
  */
-export async function startBenchApi(options: { worker?: boolean; listen?: boolean; kind?: string; settings?: Record<string, string> } = {}): Promise<BenchApi> {
+export async function startBenchApi(options: { worker?: boolean; listen?: boolean; kind?: string; settings?: Partial<AppConfig> } = {}): Promise<BenchApi> {
   const deployment = await benchDeployment(options.kind);
   const stops: Array<() => Promise<unknown>> = [];
   const close = untilClosed(() => closeAll([...[...stops].reverse(), deployment.close]));
@@ -285,6 +344,17 @@ function untilClosed(close: () => Promise<void>): () => Promise<void> {
   };
   openTeardowns.add(teardown);
   return teardown;
+}
+
+/**
+ * Runs `cleanup` when the bench is interrupted (SIGINT, SIGTERM: a Ctrl-C, bench.sh's timeout) before the process
+ * exits, so what it started outside this process (a second dockerd, worker processes, containers) does not outlive
+ * it; answers the cleanup as a teardown that runs once, whichever comes first.
+ */
+export function cleanUpOnSignal(cleanup: () => Promise<unknown>): () => Promise<void> {
+  return untilClosed(async () => {
+    await cleanup();
+  });
 }
 
 /** Runs every step, in order, even after one failed; rethrows the first failure at the end. */

@@ -9,8 +9,8 @@
  * `stop()` removes everything it made (process, mounts, directories, bridges, firewall chains, certificates).
  */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { DockerHost } from '@ws/agent';
 import { freePort, waitFor } from './harness';
 
@@ -18,6 +18,9 @@ export interface SecondEngineOptions {
   /** A short tag (≤ 4 characters) that keeps interface names unique when several suites run one each. */
   tag?: string;
 }
+
+/** The firewall script, from test/e2e under jest and from dist/test/e2e when a compiled bench starts the engine. */
+const FIREWALL_SCRIPT = ['../../scripts', '../../../scripts'].map((dir) => resolve(__dirname, dir, 'workspace-firewall.sh')).find((path) => existsSync(path)) ?? resolve(__dirname, '../../scripts/workspace-firewall.sh');
 
 const run = (cmd: string, args: string[], env: Record<string, string> = {}) =>
   execFileSync(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env }, timeout: 60_000 }).toString();
@@ -131,7 +134,7 @@ export class SecondEngine {
 
   /** Firewall rules for this engine's isolated bridge (the same script the first engine gets). */
   installFirewall(): void {
-    run(join(__dirname, '../../scripts/workspace-firewall.sh'), [], { WS_ISOLATED_BRIDGE: this.isolatedBridge });
+    run(FIREWALL_SCRIPT, [], { WS_ISOLATED_BRIDGE: this.isolatedBridge });
   }
 
   /** Stops the engine (as a host going away); `resume()` starts it again on the same data root. */

@@ -29,12 +29,15 @@ export class WorkerProcess {
     }));
   }
 
-  /** Same settings as the test's api (database, Redis prefix, deployment), as strings in the environment. */
-  static spawn(settings: Partial<AppConfig>, extra: Record<string, string> = {}): WorkerProcess {
+  /**
+   * Same settings as the test's api (database, Redis prefix, deployment), as strings in the environment. `entry`:
+   * the compiled worker (a bench, itself compiled under dist/, passes its own).
+   */
+  static spawn(settings: Record<string, unknown>, extra: Record<string, string> = {}, entry = WORKER_JS): WorkerProcess {
     const env: Record<string, string> = { ...(process.env as Record<string, string>), NODE_PATH: resolve(ROOT, 'node_modules') };
     for (const [name, value] of Object.entries(settings)) if (value !== undefined && value !== null) env[name] = String(value);
     Object.assign(env, { LOG_LEVEL: 'log' }, extra);
-    return new WorkerProcess(spawn(process.execPath, [WORKER_JS], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] }));
+    return new WorkerProcess(spawn(process.execPath, [entry], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] }));
   }
 
   get pid(): number {

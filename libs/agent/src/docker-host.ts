@@ -452,10 +452,12 @@ export class DockerHost {
 
   /**
    * `docker save` of one image as a tar stream (the caller pipes it into another engine's loadImage). The stream is
-   * not bounded by the request timeout (an image can take minutes); the caller bounds the copy.
+   * not bounded by the request timeout (an image can take minutes); the caller bounds the copy. `timeoutMs` bounds
+   * the wait for the engine's answer, which for a large image on a busy host comes after tens of seconds (the engine
+   * prepares the export first): the caller passes its copy's bound.
    */
-  async saveImage(ref: string): Promise<Readable> {
-    return this.call(`save image ${ref}`, {}, () => this.docker.getImage(ref).get() as Promise<Readable>);
+  async saveImage(ref: string, timeoutMs = this.requestTimeoutMs): Promise<Readable> {
+    return this.call(`save image ${ref}`, {}, () => this.docker.getImage(ref).get() as Promise<Readable>, timeoutMs);
   }
 
   /** `docker load` of a tar stream (from saveImage); resolves when the engine has read and loaded all of it. */

@@ -79,7 +79,9 @@ export class ImageDistribution {
   }
 
   private async copy(image: string, source: Server, target: Server, onProgress: (p: DistributionProgress) => void, timeoutMs: number): Promise<void> {
-    const tar = await this.hosts.get(source).saveImage(image);
+    // One bound for the whole copy: the save's answer (slow to come on a busy host) and the load.
+    const deadline = Date.now() + timeoutMs;
+    const tar = await this.hosts.get(source).saveImage(image, timeoutMs);
     let bytes = 0;
     let lastReport = 0;
     const report = (done: boolean) => onProgress({ image, from: source.hostname, to: target.hostname, bytes, done });
@@ -96,7 +98,7 @@ export class ImageDistribution {
     });
     tar.on('error', (err) => counter.destroy(err));
     try {
-      await this.hosts.get(target).loadImage(tar.pipe(counter), timeoutMs);
+      await this.hosts.get(target).loadImage(tar.pipe(counter), Math.max(1, deadline - Date.now()));
     } catch (err) {
       tar.destroy();
       throw new ApiError(ErrorCode.Unavailable, `Copying image ${image} from ${source.hostname} to ${target.hostname} failed: ${(err as Error).message}`);

@@ -1,0 +1,55 @@
+/**
+ * Issue 24 benchmark: bench/launch-burst.bench.ts over two engines. A burst of BENCH_BURST_TWO (16) launches at once
+ * (request_workspace → every one `running` as a polling integrator sees it) against as many bare `docker run`s at
+ * once split evenly over the same two engines (until each VNC port answers), in alternating rounds of one run;
+ * target ratio ≤ 1.15. The second engine is a dockerd of its own on this machine (test/e2e/second-engine.ts, mutual
+ * TLS), registered as a server with the same capacity as the first so placement spreads the burst, the image copied
+ * to it through the service. One worker with a job slot per launch (WORKER_CONCURRENCY = the burst), as the bare
+ * side starts all at once; bench/worker-pool.bench.ts measures the worker pool itself.
+ */
+import 'reflect-metadata';
+import { SecondEngine } from '../test/e2e/second-engine';
+import { BENCH_SERVER_CAPACITY, burstLine, compareBursts, LOCAL_ENGINE, registerSecondEngine } from './engines';
+import { cleanUpOnSignal, createUsers, desktopImage, registerLocalDesktop, startBenchApi } from './harness';
+
+const BURST = Number(process.env.BENCH_BURST_TWO ?? 16);
+const ROUNDS = Number(process.env.BENCH_BURST_ROUNDS ?? 3);
+// 16 integrators polling every 50 ms would be ~320 requests/s on the same two cores as the launches.
+const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 100);
+const CORES = 1;
+const MEMORY_MB = 512;
+
+async function main(): Promise<void> {
+  const image = desktopImage();
+  let engine: SecondEngine | undefined;
+  const bench = await startBenchApi({ worker: true, settings: { WORKER_CONCURRENCY: BURST } });
+  const { base } = bench;
+  const cleanUp = async () => {
+    try {
+      await bench.close();
+    } finally {
+      await engine?.stop();
+    }
+  };
+  cleanUpOnSignal(cleanUp);
+  try {
+    engine = await SecondEngine.start({ tag: 'lb2' });
+    const { image: img, auth } = await registerLocalDesktop(bench.api, { name: image, friendlyName: 'Desktop', cores: CORES, memory: MEMORY_MB * 1024 ** 2 }, BENCH_SERVER_CAPACITY);
+    const second = await registerSecondEngine(bench.api, engine, image);
+    const userIds = await createUsers(base, auth, 'burst', BURST);
+    const comparison = await compareBursts({
+      base, auth, userIds, imageId: img.id, image, deploymentId: bench.settings.DEPLOYMENT_ID,
+      engines: [LOCAL_ENGINE, second.engine], resources: { cores: CORES, memoryMb: MEMORY_MB }, rounds: ROUNDS, pollMs: POLL_MS,
+    });
+    console.log(`\nburst of ${BURST} launches over two engines on this machine (${image}, ${CORES} core, ${MEMORY_MB} MiB each; image copied to the second in ${(second.copyMs / 1000).toFixed(1)} s; ${ROUNDS} rounds, median)`);
+    console.log(burstLine(BURST, comparison));
+    console.log(`  placement per round: ${comparison.splits.join(' | ')}   bare: ${BURST / 2} on each   (target ratio ≤ 1.15)`);
+  } finally {
+    await cleanUp();
+  }
+}
+
+main().catch((err: Error) => {
+  console.error(err.stack ?? err.message);
+  process.exit(1);
+});
