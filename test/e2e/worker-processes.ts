@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { Queue } from 'bullmq';
 import Redis from 'ioredis';
 import { AppConfig } from '@ws/common';
-import { jobId, QUEUES } from '@ws/queue';
+import { jobId, QueueName, QUEUES } from '@ws/queue';
 import { appendSuiteLog, waitFor } from './harness';
 
 const ROOT = resolve(__dirname, '../..');
@@ -71,30 +71,78 @@ export class WorkerProcess {
   }
 }
 
-/** Reads which worker process holds a workspace's provision job (BullMQ records the worker's name, host:pid). */
-export class ProvisionJobs {
+/** Reads the deployment's queues in Redis (its prefix), as BullMQ stores them. */
+class QueueReader {
   private readonly connection: Redis;
-  private readonly queue: Queue;
+  protected readonly queues: Record<QueueName, Queue>;
 
   constructor(config: AppConfig) {
     this.connection = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
-    this.queue = new Queue(QUEUES.workspaces, { connection: this.connection, prefix: config.REDIS_PREFIX });
+    const queue = (name: QueueName) => new Queue(name, { connection: this.connection, prefix: config.REDIS_PREFIX });
+    this.queues = { workspaces: queue(QUEUES.workspaces), maintenance: queue(QUEUES.maintenance), recordings: queue(QUEUES.recordings) };
   }
 
+  async close(): Promise<void> {
+    for (const queue of Object.values(this.queues)) await queue.close();
+    await this.connection.quit();
+  }
+}
+
+/** Reads which worker process holds a workspace's provision job (BullMQ records the worker's name, host:pid). */
+export class ProvisionJobs extends QueueReader {
   async job(workspaceId: string) {
-    return this.queue.getJob(jobId.provision(workspaceId));
+    return this.queues.workspaces.getJob(jobId.provision(workspaceId));
   }
 
   /** Pid of the worker process running the provision, when it is active. */
   async holderPid(workspaceId: string): Promise<number | null> {
     const job = await this.job(workspaceId);
     if (!job || (await job.getState()) !== 'active' || !job.processedBy) return null;
-    const pid = Number(job.processedBy.split(':').pop());
-    return Number.isInteger(pid) ? pid : null;
+    return pidOf(job.processedBy);
   }
 
-  async close(): Promise<void> {
-    await this.queue.close();
-    await this.connection.quit();
+  /** Ids of the workspaces whose provision a worker process is running right now. */
+  async activeOn(pid: number): Promise<string[]> {
+    const active = await this.queues.workspaces.getJobs(['active']);
+    return active.filter((job) => job.name === 'workspace.provision' && job.processedBy && pidOf(job.processedBy) === pid).map((job) => (job.data as { workspaceId: string }).workspaceId);
   }
+}
+
+/** A job scheduler as BullMQ keeps it (one hash and one entry of the queue's repeat set per scheduler id). */
+export interface Schedule {
+  queue: QueueName;
+  id: string;
+  name: string;
+  every: number | undefined;
+}
+
+/** One run of a scheduled job: the slot it was scheduled for (its id's last part), when it started and on which worker. */
+export interface ScheduledRun {
+  slot: number;
+  processedOn: number;
+  worker: string;
+}
+
+/** Reads the repeat schedules of every queue and the runs they made. */
+export class JobSchedules extends QueueReader {
+  async list(): Promise<Schedule[]> {
+    const all = await Promise.all((Object.keys(this.queues) as QueueName[]).map(async (queue) =>
+      (await this.queues[queue].getJobSchedulers()).map((s) => ({ queue, id: s.key, name: s.name, every: s.every }))));
+    return all.flat();
+  }
+
+  /** The runs of scheduler `id` on `queue` that started (finished, failed or still running), in slot order. */
+  async runs(queue: QueueName, id: string): Promise<ScheduledRun[]> {
+    const prefix = `repeat:${id}:`;
+    const jobs = await this.queues[queue].getJobs(['completed', 'failed', 'active']);
+    return jobs
+      .filter((job) => job.id?.startsWith(prefix) && job.processedOn)
+      .map((job) => ({ slot: Number(job.id?.slice(prefix.length)), processedOn: job.processedOn as number, worker: job.processedBy ?? '' }))
+      .sort((a, b) => a.slot - b.slot);
+  }
+}
+
+function pidOf(processedBy: string): number | null {
+  const pid = Number(processedBy.split(':').pop());
+  return Number.isInteger(pid) ? pid : null;
 }
