@@ -11,13 +11,15 @@ import { RecordingCapture } from '@ws/recordings';
 import { authenticateToServer, greetBrowser, ReadBufferPool, RfbSession, RfbSessionRegistry } from '@ws/stream';
 import { WorkspaceServerSessions } from '@ws/server-sessions';
 import { STREAM_STATS_TTL_SECONDS, streamStatsKey, StreamSnapshot, StreamStanding } from '@ws/workspaces';
+import type { Workspace } from '@ws/workspaces';
 import { AudioGateway } from './audio-gateway';
 import { AUDIO_STREAM_PATH, AudioKind } from './audio-policy';
 import { openDesktopTcp } from './desktop-tcp';
 import { refuseUpgrade, StreamAdmission, writeRefusal } from './stream-admission';
+import { DESKTOP_HANDSHAKE_TIMEOUT_MS, WarmDesktopConnections } from './warm-desktop-connections';
 
 const STREAM_PATH = /^\/api\/stream\/([0-9a-fA-F-]{32,36})\/vnc$/;
-const HANDSHAKE_TIMEOUT_MS = 10_000;
+const HANDSHAKE_TIMEOUT_MS = DESKTOP_HANDSHAKE_TIMEOUT_MS;
 const STATS_INTERVAL_MS = 1000;
 /** Websocket close code (application range) of an idle disconnect: the browser client tells it apart by it. */
 export const IDLE_CLOSE_CODE = 4001;
@@ -61,7 +63,16 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly audio: AudioGateway,
     private readonly serverSessions: WorkspaceServerSessions,
     private readonly metrics: Metrics,
+    private readonly warmConnections: WarmDesktopConnections,
   ) {}
+
+  /**
+   * The browser client found `workspace` running: its websocket comes next, so the connection to its VNC server is
+   * opened and authenticated now (WarmDesktopConnections), while the page opens the websocket.
+   */
+  warmUp(workspace: Workspace): void {
+    this.warmConnections.warm(workspace, this.readBuffers);
+  }
 
   onApplicationBootstrap(): void {
     const server = this.adapterHost.httpAdapter.getHttpServer() as HttpServer;
@@ -103,8 +114,11 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
       }
       // The owner's connections are recorded when their record_sessions is on (asked while the VNC handshake runs).
       const recorded = grant.viewOnly ? Promise.resolve(false) : this.recordings.shouldRecord(workspace.userId);
-      vnc = await openDesktopTcp(endpoint.host, endpoint.port, HANDSHAKE_TIMEOUT_MS, this.readBuffers);
-      await authenticateToServer(vnc, endpoint.password, HANDSHAKE_TIMEOUT_MS);
+      vnc = await this.warmConnections.take(workspace.id, endpoint.host, endpoint.port);
+      if (!vnc) {
+        vnc = await openDesktopTcp(endpoint.host, endpoint.port, HANDSHAKE_TIMEOUT_MS, this.readBuffers);
+        await authenticateToServer(vnc, endpoint.password, HANDSHAKE_TIMEOUT_MS);
+      }
       const record = await recorded;
       const server = vnc;
       this.wss.handleUpgrade(request, socket, head, (ws) => {
