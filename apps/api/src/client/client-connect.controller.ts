@@ -7,7 +7,7 @@ import { SettingsService } from '@ws/settings';
 import { UsersService } from '@ws/users';
 import { operationalStatus, streamPath, withOverride, WorkspaceAccess, WorkspacesService, WorkspaceStartNotices } from '@ws/workspaces';
 import type { StartWatch } from '@ws/workspaces';
-import { StreamGateway } from '../gateway/stream-gateway';
+import { DesktopConnections } from '../gateway/desktop-connections';
 
 class ConnectRequest {
   @IsString() @Length(1, 8192) session_jwt!: string;
@@ -42,7 +42,7 @@ export class ClientConnectController {
     private readonly settings: SettingsService,
     private readonly config: AppConfig,
     private readonly startNotices: WorkspaceStartNotices,
-    private readonly gateway: StreamGateway,
+    private readonly desktops: DesktopConnections,
   ) {}
 
   @Post('connect')
@@ -77,7 +77,7 @@ export class ClientConnectController {
     const grant = await this.access.authorize(body.session_jwt, body.share_id !== undefined ? { shareId: body.share_id } : { workspaceId: body.workspace_id as string });
     const { workspace } = grant;
     // The stream comes next: its connection to the desktop is opened while this answer travels and the page opens it.
-    if (workspace.status === 'running') this.gateway.warmUp(workspace);
+    if (workspace.status === 'running') this.desktops.warm(workspace);
     const [user, settings, policy] = await Promise.all([
       this.users.find(toWireId(grant.userId)),
       this.workspaces.settingsFor(workspace.userId as string),

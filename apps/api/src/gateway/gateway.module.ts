@@ -7,7 +7,7 @@ import { WorkspacesModule } from '@ws/workspaces';
 import { AudioGateway } from './audio-gateway';
 import { StreamAdmission } from './stream-admission';
 import { StreamGateway } from './stream-gateway';
-import { WarmDesktopConnections } from './warm-desktop-connections';
+import { DesktopConnections } from './desktop-connections';
 
-@Module({ imports: [TypeOrmModule.forFeature([SessionToken]), WorkspacesModule, ServerSessionsModule, RecordingCaptureModule], providers: [StreamAdmission, StreamGateway, AudioGateway, WarmDesktopConnections], exports: [StreamGateway] })
+@Module({ imports: [TypeOrmModule.forFeature([SessionToken]), WorkspacesModule, ServerSessionsModule, RecordingCaptureModule], providers: [StreamAdmission, StreamGateway, AudioGateway, DesktopConnections], exports: [StreamGateway, DesktopConnections] })
 export class GatewayModule {}

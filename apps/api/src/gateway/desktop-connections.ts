@@ -2,7 +2,7 @@ import type { Socket } from 'node:net';
 import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { authenticateToServer, ReadBufferPool } from '@ws/stream';
 import { WorkspaceServerSessions } from '@ws/server-sessions';
-import type { Workspace } from '@ws/workspaces';
+import type { VncEndpoint, Workspace } from '@ws/workspaces';
 import { openDesktopTcp } from './desktop-tcp';
 
 /** How long a connection opened ahead waits for its websocket before it is closed. */
@@ -17,7 +17,8 @@ interface Parked {
 }
 
 /**
- * Connections to a workspace's VNC server opened and authenticated ahead of the browser's websocket: when the
+ * The stream gateway's connections to workspaces' VNC servers, authenticated with the workspace's password (reads
+ * land in the pooled buffers of `readBuffers`). Opened when a websocket is admitted, or ahead of it: when the
  * browser client's connect call finds the workspace running, its stream comes next, and the TCP connection and
  * VNC handshake (several round trips, and a VNC server that answers a new client only on its next loop) then run
  * while the page opens the websocket and the gateway admits it, instead of after. At most one per workspace, kept
@@ -26,13 +27,25 @@ interface Parked {
  * connection, and this one is closed when its time is up.
  */
 @Injectable()
-export class WarmDesktopConnections implements OnModuleDestroy {
+export class DesktopConnections implements OnModuleDestroy {
+  /** VNC reads land in reused buffers, returned when the chunk has gone out to the browser. */
+  readonly readBuffers = new ReadBufferPool();
   private readonly parked = new Map<string, Parked>();
 
   constructor(private readonly serverSessions: WorkspaceServerSessions) {}
 
+  /**
+   * The authenticated connection for a websocket admitted to `workspaceId`'s stream: the one opened ahead for this
+   * endpoint if there is one (waiting for its handshake if it still runs), else a new one. The caller owns it.
+   */
+  async open(workspaceId: string, endpoint: VncEndpoint): Promise<Socket> {
+    const ahead = await this.take(workspaceId, endpoint.host, endpoint.port);
+    if (ahead) return ahead;
+    return this.connect(endpoint);
+  }
+
   /** Opens a connection ahead for the running `workspace`, unless one is parked already; never fails (a failure just parks nothing). */
-  warm(workspace: Workspace, readBuffers: ReadBufferPool): void {
+  warm(workspace: Workspace): void {
     if (workspace.status !== 'running' || this.parked.has(workspace.id)) return;
     let endpoint;
     try {
@@ -41,17 +54,11 @@ export class WarmDesktopConnections implements OnModuleDestroy {
       return; // not streamable: the websocket's admission says why
     }
     if (!endpoint) return;
-    const { host, port, password } = endpoint;
-    const socket = openDesktopTcp(host, port, DESKTOP_HANDSHAKE_TIMEOUT_MS, readBuffers).then(async (opened) => {
+    const { host, port } = endpoint;
+    const socket = this.connect(endpoint).then((opened) => {
       // Parked with no reader: a close or error only forgets it.
       opened.on('error', () => undefined);
       opened.once('close', () => this.forget(workspace.id, parked));
-      try {
-        await authenticateToServer(opened, password, DESKTOP_HANDSHAKE_TIMEOUT_MS);
-      } catch (err) {
-        opened.destroy();
-        throw err;
-      }
       return opened;
     });
     const parked: Parked = {
@@ -66,11 +73,23 @@ export class WarmDesktopConnections implements OnModuleDestroy {
     this.parked.set(workspace.id, parked);
   }
 
+  /** TCP and the VNC handshake up to ClientInit; the socket is destroyed when the handshake fails. */
+  private async connect({ host, port, password }: VncEndpoint): Promise<Socket> {
+    const socket = await openDesktopTcp(host, port, DESKTOP_HANDSHAKE_TIMEOUT_MS, this.readBuffers);
+    try {
+      await authenticateToServer(socket, password, DESKTOP_HANDSHAKE_TIMEOUT_MS);
+    } catch (err) {
+      socket.destroy();
+      throw err;
+    }
+    return socket;
+  }
+
   /**
    * The connection opened ahead for the workspace at `host`:`port`, authenticated and unused (waiting for it when its
-   * handshake is still running), or null: none, it failed, or it closed meanwhile. The caller owns what it gets.
+   * handshake is still running), or null: none, it failed, or it closed meanwhile.
    */
-  async take(workspaceId: string, host: string, port: number): Promise<Socket | null> {
+  private async take(workspaceId: string, host: string, port: number): Promise<Socket | null> {
     const parked = this.parked.get(workspaceId);
     if (!parked) return null;
     this.forget(workspaceId, parked);
