@@ -1,20 +1,24 @@
 // The browser client of workspace-server: routes, the connect flow and the page states.
 // Test hooks: document.body.dataset.state and window.__rfb (the noVNC RFB object while a session exists).
+// Timing: performance marks `client:…` along the connect flow (see mark() in session.js).
 import { errorMessage, NetworkError, postJson, sleep } from './api.js';
 import { openCastLink, SESSION_STORAGE_KEY, takeCastReturn } from './cast.js';
 import { mountFiles } from './files.js';
 import { parseLocation } from './route.js';
-import { openSession } from './session.js';
+import { mark, openSession } from './session.js';
 import { h, progressBar, showPage } from './ui.js';
 
-// A starting workspace is polled soon (most are running within a couple of seconds), then less often.
+// While the workspace starts, each call asks the server to answer at its next change (wait_while_starting), so
+// `running` reaches the page at once. Only an answer that brings nothing new (a server that could not wait) is
+// followed by a pause, growing from the first to the longest.
 const START_POLL_FIRST_MS = 200;
 const START_POLL_MAX_MS = 1000;
 const START_WAIT_MAX_MS = 180_000;
 const MAX_START_POLLS = 400;
 const MAX_STREAM_RETRIES = 3;
 const LINK_STORAGE_PREFIX = 'workspace-server.link.';
-const NOVNC = '/novnc/core/rfb.js';
+// Relative to this module: the page loads it from a versioned path, and noVNC with it (index.html preloads both).
+const NOVNC = './novnc/core/rfb.js';
 
 /** What the current route owns: aborted/closed when the route changes. */
 let current = null;
@@ -62,12 +66,22 @@ async function connect(mine, route, flags) {
   document.title = 'Connecting… · workspace-server';
   showPage({ state: 'loading', title: 'Connecting…', lead: 'Connecting to your workspace.' });
 
+  let viewer = null;
   const giveUpAt = Date.now() + START_WAIT_MAX_MS;
   let pollMs = START_POLL_FIRST_MS;
+  let lastSeen = '';
   for (let poll = 0; poll < MAX_START_POLLS && Date.now() < giveUpAt; poll++) {
     let answer;
     try {
-      answer = await postJson('/api/client/connect', body, { signal });
+      mark('connect-sent');
+      const call = postJson('/api/client/connect', poll === 0 ? body : { ...body, wait_while_starting: true }, { signal });
+      // The viewer loads while the first call runs: after it, so the call does not wait for a free connection.
+      if (!viewer) {
+        viewer = loadRfb(signal);
+        viewer.catch(() => undefined); // seen where it is awaited; a link that fails never awaits it
+      }
+      answer = await call;
+      mark('connect-answered');
     } catch (err) {
       if (signal.aborted) return;
       if (err instanceof NetworkError) return showNetworkError(retry);
@@ -78,12 +92,17 @@ async function connect(mine, route, flags) {
     if (status === 200 && data && typeof data === 'object') {
       switch (data.operational_status) {
         case 'running':
-          return startSession(mine, data, flags);
-        case 'starting':
+          return startSession(mine, data, flags, viewer);
+        case 'starting': {
           showStarting(data);
-          await sleep(pollMs, signal);
-          pollMs = Math.min(START_POLL_MAX_MS, Math.round(pollMs * 1.5));
+          const seen = `${data.operational_progress}\n${data.operational_message}`;
+          if (poll > 0 && seen === lastSeen) {
+            await sleep(pollMs, signal);
+            pollMs = Math.min(START_POLL_MAX_MS, Math.round(pollMs * 1.5));
+          }
+          lastSeen = seen;
           continue;
+        }
         case 'stopping':
         case 'stopped':
           return showEnded(data.operational_message);
@@ -160,10 +179,11 @@ function showStarting(data) {
   });
 }
 
-async function startSession(mine, info, flags) {
+async function startSession(mine, info, flags, viewer) {
   const { signal } = mine.controller;
   showPage({ state: 'loading', key: 'opening', title: 'Connecting…', lead: 'Opening the desktop stream.' });
-  const RFB = await loadRfb(signal);
+  const RFB = await viewer;
+  mark('viewer-ready');
   if (signal.aborted) return;
   document.title = `${info.username ? `${info.username} · ` : ''}workspace-server`;
   const showTips = !tipsShown;
@@ -202,6 +222,7 @@ async function startSession(mine, info, flags) {
  * example net::ERR_NETWORK_CHANGED while the module graph loads) is retried a few times.
  */
 async function loadRfb(signal) {
+  preloadViewer();
   for (let attempt = 0; ; attempt++) {
     try {
       const module = await import(NOVNC);
@@ -212,6 +233,17 @@ async function loadRfb(signal) {
       await sleep(300 * 2 ** attempt, signal);
     }
   }
+}
+
+/**
+ * Asks for every module of noVNC at once (the page names them in <meta name="viewer-modules">), instead of one
+ * import level at a time as the browser discovers them. Once per page.
+ */
+function preloadViewer() {
+  const list = document.querySelector('meta[name="viewer-modules"]');
+  if (!list || list.dataset.loaded) return;
+  list.dataset.loaded = '1';
+  for (const href of list.content.split(' ').filter(Boolean)) document.head.append(h('link', { rel: 'modulepreload', href }));
 }
 
 function showDisconnected({ reason, detail }) {
@@ -394,4 +426,5 @@ function forgetSecretInAddress() {
 
 window.addEventListener('hashchange', () => run());
 document.documentElement.dataset.app = 'ready';
+mark('page-start');
 run();

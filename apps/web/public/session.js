@@ -7,6 +7,18 @@ const IDLE_CHECK_MS = 15_000;
 const IDLE_CLOSE_CODE = 4001;
 
 /**
+ * A performance mark `client:<name>` (the connect flow's steps, for the first-frame bench and a browser's
+ * performance panel); never fails the page.
+ */
+export function mark(name) {
+  try {
+    window.performance.mark(`client:${name}`);
+  } catch {
+    // no User Timing: nothing to record
+  }
+}
+
+/**
  * Opens the stream described by a running `POST /api/client/connect` answer.
  * Calls `onConnect()` when the desktop is up, and `onEnd({reason, clean, detail, connected})` once when the
  * connection ends (reason: 'user' when the user pressed Disconnect, 'idle' after
@@ -28,7 +40,9 @@ export function openSession(RFB, { info, flags, onConnect, onEnd, showTips }) {
 
   // The websocket is ours (noVNC attaches to it) so the gateway's close reason is seen; this listener is
   // registered before noVNC's handler, so the reason is known when noVNC reports the disconnect.
+  mark('stream-opening');
   const channel = new window.WebSocket(streamUrl(info.stream_path));
+  channel.addEventListener('open', () => mark('stream-open'), { once: true });
   channel.addEventListener('close', (event) => {
     if (event.code !== IDLE_CLOSE_CODE) return;
     endReason = 'idle';
@@ -51,6 +65,7 @@ export function openSession(RFB, { info, flags, onConnect, onEnd, showTips }) {
 
   rfb.addEventListener('connect', () => {
     if (ended) return;
+    mark('rfb-connected');
     connected = true;
     onConnect?.();
     audio.start();

@@ -11,14 +11,16 @@ export interface WaitForRfbOptions {
 
 const BANNER_LENGTH = 12;
 const BANNER = /^RFB \d{3}\.\d{3}\n$/;
-const FIRST_BACKOFF_MS = 25;
-const MAX_BACKOFF_MS = 250;
+// Short on purpose: the wait for the banner is on every start's path, and an attempt is a loopback connection that
+// docker-proxy refuses or closes at once; a longer pause only adds to the time a person waits for the desktop.
+const FIRST_BACKOFF_MS = 10;
+const MAX_BACKOFF_MS = 50;
 const MAX_ATTEMPTS = 100_000;
 
 /**
  * Resolves with the elapsed milliseconds once host:port sends the 12-byte RFB banner ("RFB 003.008\n").
  * Connection refused/reset/closed-before-banner (docker-proxy accepts before the desktop listens) is retried with
- * a backoff of 25 ms doubling to 250 ms until timeoutMs; then rejects with RfbTimeoutError. Nothing is sent to the
+ * a pause of 10 ms doubling to 50 ms, until timeoutMs; then rejects with RfbTimeoutError. Nothing is sent to the
  * server: the socket is closed right after the banner.
  */
 export async function waitForRfb(host: string, port: number, options: WaitForRfbOptions = {}): Promise<number> {

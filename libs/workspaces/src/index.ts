@@ -17,6 +17,8 @@ export type { StreamSnapshot } from './reads/stream-stats.service';
 export { UserDeletion } from './lifecycle/user-deletion.service';
 export { UserWorkspaces } from './reads/user-workspaces';
 export { WorkspaceAccess } from './reads/workspace-access.service';
+export { WORKSPACE_START_CHANNEL, WorkspaceStartNotices } from './reads/workspace-start-notices';
+export type { StartWatch } from './reads/workspace-start-notices';
 export type { StreamStanding, WorkspaceGrant } from './reads/workspace-access.service';
 export { WorkspaceLaunch } from './launch/workspace-launch.service';
 export { LaunchRecorder } from './launch/launch-recorder.service';

@@ -7,6 +7,7 @@ import { WorkspacesModule } from '@ws/workspaces';
 import { AudioGateway } from './audio-gateway';
 import { StreamAdmission } from './stream-admission';
 import { StreamGateway } from './stream-gateway';
+import { DesktopConnections } from './desktop-connections';
 
-@Module({ imports: [TypeOrmModule.forFeature([SessionToken]), WorkspacesModule, ServerSessionsModule, RecordingCaptureModule], providers: [StreamAdmission, StreamGateway, AudioGateway], exports: [StreamGateway] })
+@Module({ imports: [TypeOrmModule.forFeature([SessionToken]), WorkspacesModule, ServerSessionsModule, RecordingCaptureModule], providers: [StreamAdmission, StreamGateway, AudioGateway, DesktopConnections], exports: [StreamGateway, DesktopConnections] })
 export class GatewayModule {}

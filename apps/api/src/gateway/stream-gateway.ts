@@ -8,16 +8,16 @@ import { ApiError, AppConfig, ErrorCode } from '@ws/common';
 import { Metrics } from '@ws/metrics';
 import { RedisConnections } from '@ws/queue';
 import { RecordingCapture } from '@ws/recordings';
-import { authenticateToServer, greetBrowser, ReadBufferPool, RfbSession, RfbSessionRegistry } from '@ws/stream';
+import { greetBrowser, RfbSession, RfbSessionRegistry } from '@ws/stream';
 import { WorkspaceServerSessions } from '@ws/server-sessions';
 import { STREAM_STATS_TTL_SECONDS, streamStatsKey, StreamSnapshot, StreamStanding } from '@ws/workspaces';
 import { AudioGateway } from './audio-gateway';
 import { AUDIO_STREAM_PATH, AudioKind } from './audio-policy';
-import { openDesktopTcp } from './desktop-tcp';
 import { refuseUpgrade, StreamAdmission, writeRefusal } from './stream-admission';
+import { DESKTOP_HANDSHAKE_TIMEOUT_MS, DesktopConnections } from './desktop-connections';
 
 const STREAM_PATH = /^\/api\/stream\/([0-9a-fA-F-]{32,36})\/vnc$/;
-const HANDSHAKE_TIMEOUT_MS = 10_000;
+const HANDSHAKE_TIMEOUT_MS = DESKTOP_HANDSHAKE_TIMEOUT_MS;
 const STATS_INTERVAL_MS = 1000;
 /** Websocket close code (application range) of an idle disconnect: the browser client tells it apart by it. */
 export const IDLE_CLOSE_CODE = 4001;
@@ -46,8 +46,6 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(StreamGateway.name);
   private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: 16 * 1024 * 1024 });
   readonly registry = new RfbSessionRegistry();
-  /** VNC reads land in reused buffers, returned when the chunk has gone out to the browser. */
-  private readonly readBuffers = new ReadBufferPool();
   private readonly connections = new Set<Connection>();
   private statsTimer: NodeJS.Timeout | null = null;
   private idleTimer: NodeJS.Timeout | null = null;
@@ -61,6 +59,7 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly audio: AudioGateway,
     private readonly serverSessions: WorkspaceServerSessions,
     private readonly metrics: Metrics,
+    private readonly desktops: DesktopConnections,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -103,8 +102,7 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
       }
       // The owner's connections are recorded when their record_sessions is on (asked while the VNC handshake runs).
       const recorded = grant.viewOnly ? Promise.resolve(false) : this.recordings.shouldRecord(workspace.userId);
-      vnc = await openDesktopTcp(endpoint.host, endpoint.port, HANDSHAKE_TIMEOUT_MS, this.readBuffers);
-      await authenticateToServer(vnc, endpoint.password, HANDSHAKE_TIMEOUT_MS);
+      vnc = await this.desktops.open(workspace.id, endpoint);
       const record = await recorded;
       const server = vnc;
       this.wss.handleUpgrade(request, socket, head, (ws) => {
@@ -117,7 +115,7 @@ export class StreamGateway implements OnApplicationBootstrap, OnModuleDestroy {
               clipboardUp: settings.allow_workspace_clipboard_up === true,
               // The owner's clipboard is the owner's: a view-only joiner never receives it.
               clipboardDown: settings.allow_workspace_clipboard_down === true && !grant.viewOnly,
-              onChunkSent: (chunk) => this.readBuffers.release(chunk), recorder: recorder ?? undefined,
+              onChunkSent: (chunk) => this.desktops.readBuffers.release(chunk), recorder: recorder ?? undefined,
             });
             if (recorder) session.onClose(() => void recorder.end());
             const idleMinutes = grant.viewOnly ? 0 : Math.max(0, Math.floor(settings.idle_disconnect));

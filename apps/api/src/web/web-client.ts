@@ -1,25 +1,35 @@
-import { createReadStream, existsSync, readdirSync, statSync } from 'node:fs';
+import { createReadStream, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { dirname, extname, join, resolve, sep } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { CONTENT_TYPES, negotiateEncoding, WebAsset, WebAssets } from './web-assets';
 
 /**
  * The browser client: `apps/web/public` at `/` (the single page; `GET /` answers `index.html`) and noVNC's
  * ES modules at `/novnc/` (`/novnc/core/rfb.js` and its relative imports under `core/` and `vendor/`).
  *
- * The files are enumerated once, here, and each gets a plain GET/HEAD route: there is no catch-all route,
- * so no path outside those files (in particular no `/api/...` path) is shadowed, an unknown path still
- * reaches Nest's not-found handler (the api's error shape), and no request path is ever mapped onto the
- * file system (nothing to traverse). The routes are fastify's, outside Nest, so the api's global guard
- * does not apply to them; they are public by nature.
+ * The files are read once, here, and each gets plain GET/HEAD routes: there is no catch-all route, so no path
+ * outside those files (in particular no `/api/...` path) is shadowed, an unknown path still reaches Nest's
+ * not-found handler (the api's error shape), and no request path is ever mapped onto the file system (nothing
+ * to traverse). The routes are fastify's, outside Nest, so the api's global guard does not apply to them; they
+ * are public by nature.
+ *
+ * Every file is served twice: at its plain path, revalidated on every use (`no-cache`, a content ETag), and under
+ * `/assets/<version>/`, where `<version>` is a digest of all the files: cached for good (`immutable`), since a
+ * change to any file gives another prefix. The page (never cached: it names the current prefix) loads its
+ * script and style from the prefix and lists every module the connect flow needs (the client's as `modulepreload`,
+ * noVNC's for the client to preload), so the browser fetches each graph at once instead of discovering it one
+ * import level at a time. Text files go out brotli- or gzip-compressed when the browser
+ * accepts it (each compressed once, on first use, and kept).
  *
  * Call it on the adapter's fastify instance before the application is initialised (fastify refuses new
- * routes once it is ready): `await registerWebClient(adapter.getInstance())` in createApi.
+ * routes once it is ready): `await registerWebClient(adapter.getInstance())` in createApi. Files changed on disk
+ * are served after a restart.
  *
  * Why not @fastify/static: version 10 `require`s content-disposition 3, an ES-module-only package. Node
  * ≥ 20.19 loads that, but jest's module loader does not (jest.config.js now compiles it, for the queue
  * dashboard's @bull-board/fastify, which brings @fastify/static). The subset we need (a fixed set of files,
- * ETag revalidation, types and security headers) is small enough to serve directly.
+ * ETag revalidation, types, compression and security headers) is small enough to serve directly.
  */
 export async function registerWebClient(fastify: FastifyInstance, options: { captchaScriptUrl?: string } = {}): Promise<void> {
   const csp = clientCsp(options.captchaScriptUrl);
@@ -29,16 +39,53 @@ export async function registerWebClient(fastify: FastifyInstance, options: { cap
   if (!existsSync(join(publicDir, 'index.html'))) throw new Error(`browser client not found: ${join(publicDir, 'index.html')} is missing`);
   if (!existsSync(join(novncDir, 'core', 'rfb.js'))) throw new Error(`noVNC not found: ${join(novncDir, 'core', 'rfb.js')} is missing (npm ci)`);
 
-  const routes = new Map<string, string>();
-  routes.set('/', join(publicDir, 'index.html'));
-  for (const file of listFiles(publicDir)) routes.set(`/${file}`, join(publicDir, file));
+  const sources: Array<[string, string]> = listFiles(publicDir).filter((file) => file !== 'index.html').map((file) => [file, join(publicDir, file)]);
   // Only the library itself (core/ and vendor/), and only what a browser loads from it.
   for (const file of listFiles(novncDir)) {
-    if ((file.startsWith('core/') || file.startsWith('vendor/')) && (file.endsWith('.js') || file.endsWith('.wasm'))) routes.set(`/novnc/${file}`, join(novncDir, file));
+    if ((file.startsWith('core/') || file.startsWith('vendor/')) && (file.endsWith('.js') || file.endsWith('.wasm'))) sources.push([`${NOVNC_PREFIX}${file}`, join(novncDir, file)]);
   }
-  for (const [url, path] of routes) {
-    fastify.route({ method: ['GET', 'HEAD'], url, handler: (request, reply) => serveFile(request, reply, path, csp) });
+  const assets = new WebAssets(sources);
+  const prefix = `/assets/${assets.version}/`;
+  const page = new WebAsset(Buffer.from(renderPage(readFileSync(join(publicDir, 'index.html'), 'utf8'), assets, prefix)), 'index.html');
+
+  for (const url of ['/', '/index.html']) {
+    fastify.route({ method: ['GET', 'HEAD'], url, handler: (request, reply) => sendAsset(request, reply, page, 'no-cache', csp) });
   }
+  for (const [name, asset] of assets.files) {
+    fastify.route({ method: ['GET', 'HEAD'], url: `/${name}`, handler: (request, reply) => sendAsset(request, reply, asset, 'no-cache', csp) });
+    fastify.route({ method: ['GET', 'HEAD'], url: `${prefix}${name}`, handler: (request, reply) => sendAsset(request, reply, asset, IMMUTABLE, csp) });
+  }
+}
+
+const NOVNC_PREFIX = 'novnc/';
+/** The module app.js imports on a connect link (by this path, relative to itself). */
+const VIEWER_MODULE = `${NOVNC_PREFIX}core/rfb.js`;
+const IMMUTABLE = 'public, max-age=31536000, immutable';
+
+/**
+ * index.html with its own references (`href="/style.css"`, `src="/app.js"`) moved under the versioned prefix, a
+ * `modulepreload` before `</head>` for every module of the client's graph, and noVNC's graph named in
+ * `<meta name="viewer-modules">`: the client preloads those itself once its first call is on its way (a browser
+ * opens six connections to a host; the call must not wait behind forty modules).
+ */
+function renderPage(html: string, assets: WebAssets, prefix: string): string {
+  const versioned = html.replace(/\b(href|src)="\/([^"]+)"/g, (whole, attribute: string, name: string) => (assets.files.has(name) ? `${attribute}="${prefix}${name}"` : whole));
+  const entries = [...html.matchAll(/<script type="module" src="\/([^"]+)"/g)].map((m) => m[1]);
+  const preloads = entries.flatMap((entry) => assets.moduleGraph(entry).slice(1)).map((name) => `  <link rel="modulepreload" href="${prefix}${name}">\n`).join('');
+  const viewer = `  <meta name="viewer-modules" content="${assets.moduleGraph(VIEWER_MODULE).map((name) => `${prefix}${name}`).join(' ')}">\n`;
+  return versioned.replace('</head>', `${preloads}${viewer}</head>`);
+}
+
+async function sendAsset(request: FastifyRequest, reply: FastifyReply, asset: WebAsset, cacheControl: string, csp: string): Promise<void> {
+  if (asset.compressible) reply.header('vary', 'accept-encoding');
+  if (answeredFromCache(request, reply, { type: asset.type, etag: asset.etag, cacheControl, csp })) return reply.send();
+  const encoding = negotiateEncoding(request.headers['accept-encoding'], asset);
+  const body = encoding ? await asset.encode(encoding) : asset.body;
+  reply.type(asset.type);
+  if (encoding) reply.header('content-encoding', encoding);
+  reply.header('content-length', body.length);
+  if (request.method === 'HEAD') return reply.send();
+  return reply.send(body);
 }
 
 /**
@@ -82,20 +129,7 @@ function captchaSources(scriptUrl: string | undefined): { scripts: string[]; fra
   return { scripts: [url.origin], frames: [url.origin] };
 }
 
-const TYPES: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.mjs': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.json': 'application/json; charset=utf-8',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-  '.ico': 'image/x-icon',
-  '.woff2': 'font/woff2',
-  '.wasm': 'application/wasm',
-  '.txt': 'text/plain; charset=utf-8',
-};
-
+/** A file read from disk at each request (the api reference's files), revalidated at each use. */
 export async function serveFile(request: FastifyRequest, reply: FastifyReply, path: string, csp: string): Promise<void> {
   let info;
   try {
@@ -105,26 +139,32 @@ export async function serveFile(request: FastifyRequest, reply: FastifyReply, pa
   }
   if (!info.isFile()) return reply.callNotFound();
   const etag = `W/"${info.size.toString(16)}-${Math.floor(info.mtimeMs).toString(16)}"`;
-  const type = TYPES[extname(path).toLowerCase()] ?? 'application/octet-stream';
-  // No file name carries a version, so every response is revalidated (the ETag makes that a 304): an
-  // upgrade never leaves a browser with a stale mix of modules.
-  reply.header('cache-control', 'no-cache');
-  reply.header('etag', etag);
+  const type = CONTENT_TYPES[extname(path).toLowerCase()] ?? 'application/octet-stream';
   reply.header('last-modified', info.mtime.toUTCString());
-  reply.header('x-content-type-options', 'nosniff');
-  if (type.startsWith('text/html')) {
-    reply.header('content-security-policy', csp);
-    // Connection links carry a JWT in the fragment: never pass any part of the address on.
-    reply.header('referrer-policy', 'no-referrer');
-  }
-  if (matchesEtag(request.headers['if-none-match'], etag)) {
-    reply.code(304);
-    return reply.send();
-  }
+  // No file name carries a version, so every response is revalidated (the ETag makes that a 304).
+  if (answeredFromCache(request, reply, { type, etag, cacheControl: 'no-cache', csp })) return reply.send();
   reply.type(type);
   reply.header('content-length', info.size);
   if (request.method === 'HEAD') return reply.send();
   return reply.send(createReadStream(path));
+}
+
+/**
+ * Sets the headers every static answer carries (caching, ETag, nosniff; the page's CSP and referrer policy) and
+ * answers true, with status 304, when the request's If-None-Match already names this version.
+ */
+function answeredFromCache(request: FastifyRequest, reply: FastifyReply, file: { type: string; etag: string; cacheControl: string; csp: string }): boolean {
+  reply.header('cache-control', file.cacheControl);
+  reply.header('etag', file.etag);
+  reply.header('x-content-type-options', 'nosniff');
+  if (file.type.startsWith('text/html')) {
+    reply.header('content-security-policy', file.csp);
+    // Connection links carry a JWT in the fragment: never pass any part of the address on.
+    reply.header('referrer-policy', 'no-referrer');
+  }
+  if (!matchesEtag(request.headers['if-none-match'], file.etag)) return false;
+  reply.code(304);
+  return true;
 }
 
 function matchesEtag(header: string | undefined, etag: string): boolean {

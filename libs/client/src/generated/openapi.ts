@@ -1388,6 +1388,7 @@ export interface components {
             session_jwt: string;
             workspace_id?: string | null;
             share_id?: string | null;
+            wait_while_starting?: boolean | null;
         };
         CreateCastConfigRequest: {
             target_cast_config: components["schemas"]["NewCastConfig"];
