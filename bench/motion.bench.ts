@@ -34,7 +34,8 @@ const X_RES = 1280;
 const Y_RES = 720;
 const CORES = 1;
 const MEMORY_MB = 1024;
-const TIMEOUT_MS = 60_000;
+// Generous: on a loaded host openbox and the first xterm alone have taken over a minute.
+const TIMEOUT_MS = 180_000;
 const KEY_TIMEOUT_MS = 5_000;
 /** The first xterm's text area on the screen (100x30 at +40+40 under openbox's title bar): where keys echo. */
 const ECHO_AREA = { x: 46, y: 66, width: 590, height: 370 };
