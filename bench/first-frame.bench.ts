@@ -17,7 +17,8 @@
  */
 import 'reflect-metadata';
 import { execFileSync } from 'node:child_process';
-import { chromium, Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../test/e2e/browser';
 import { DataSource } from 'typeorm';
 import { randomSecret } from '@ws/common';
 import { ImagesService } from '@ws/images';
@@ -226,11 +227,7 @@ async function main(): Promise<void> {
   const { base } = bench;
   let browser: Browser | undefined;
   try {
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run'],
-    });
+    browser = await launchChromium();
     const definition = { name: image, cores: CORES, memory: MEMORY_MB * 1024 ** 2, xRes: X_RES, yRes: Y_RES, portMap: { vnc: '5900/tcp' } };
     const { zone, image: img, auth } = await registerLocalDesktop(bench.api, { ...definition, friendlyName: 'Desktop' });
     const staged = await bench.api.get(ImagesService).upsert({ ...definition, friendlyName: 'Staged desktop' });

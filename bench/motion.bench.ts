@@ -20,7 +20,8 @@
 import 'reflect-metadata';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { chromium, Browser, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium } from '../test/e2e/browser';
 import { BenchAuth, desktopImage, post, registerLocalDesktop, startBenchApi, until } from './harness';
 import { median, percentile } from './stats';
 
@@ -322,11 +323,7 @@ async function main(): Promise<void> {
   const bench = await startBenchApi({ worker: true, kind: 'motion' });
   let browser: Browser | undefined;
   try {
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run'],
-    });
+    browser = await launchChromium();
     const { image: img, auth } = await registerLocalDesktop(bench.api, {
       name: image, friendlyName: 'Desktop', cores: CORES, memory: MEMORY_MB * 1024 ** 2, xRes: X_RES, yRes: Y_RES, portMap: { vnc: '5900/tcp' },
     });
