@@ -5,6 +5,7 @@ import { WebSocket } from 'ws';
 import { ApiKeysService } from '@ws/auth';
 import { randomSecret, toWireId } from '@ws/common';
 import { ImagesService } from '@ws/images';
+import { ServerInventory } from '@ws/servers';
 import { desktopImage, freePort, HEX32, TestApi, TestKey, waitFor } from './harness';
 import { closeStream, openStream, registerLocalServer } from './fixtures';
 import { ApiReplica, LoadBalancer } from './load-balancer';
@@ -221,16 +222,21 @@ describe('api replicas behind HAProxy', () => {
   });
 
   it("a cast link's per-address launch limit is counted across both replicas", async () => {
-    // An image no host has: the launch is accepted and then fails in the worker, so no desktop starts.
+    // An image no host has, with an inventory taken after it was saved: every launch that passes the address limit
+    // is refused by placement (503 no_capacity), so no desktop starts and no answer depends on the inventory's timing.
     const missing = await api.app.get(ImagesService).upsert({ name: 'example/replica-cast:1', friendlyName: 'Cast', cores: 1, memory: 256 * 1024 ** 2, portMap: { vnc: '5900/tcp' } });
+    await api.app.get(ServerInventory).refreshAll();
+    const newer = await api.app.get(DataSource).query('SELECT bool_and(s.images_checked_at >= i.updated_at) AS newer FROM servers s, images i WHERE s.enabled AND i.id = $1', [missing.id]);
+    expect(newer[0].newer).toBe(true);
     const link = await call('create_cast_config', admin, { target_cast_config: { casting_config_name: 'Replicas', image_id: toWireId(missing.id), key: `replicas-${randomSecret(6)}`, allow_anonymous: true, limit_ips: true, ip_request_limit: 2, ip_request_seconds: 3600 } });
     expect(link.status).toBe(200);
     const answers: Reply[] = [];
     for (let i = 0; i < 4; i++) answers.push(await post(lb.base, '/api/client/cast', { key: link.body.cast_config.key }, { from: '127.0.32.5', replica: i % 2 ? 'a2' : 'a1' }));
-    expect(answers.map((a) => a.status)).toEqual([200, 200, 429, 429]);
+    expect(answers.map((a) => [a.status, a.body.reason])).toEqual([[503, 'no_capacity'], [503, 'no_capacity'], [429, 'address_limit'], [429, 'address_limit']]);
     expect(answers.map((a) => a.headers['x-served-by'])).toEqual(['a1', 'a2', 'a1', 'a2']);
-    expect(answers[2].body.reason).toBe('address_limit');
-    expect((await post(lb.base, '/api/client/cast', { key: link.body.cast_config.key }, { from: '127.0.32.6' })).status).toBe(200);
+    // Another address has its own count: refused by placement again, not by the limit.
+    const other = await post(lb.base, '/api/client/cast', { key: link.body.cast_config.key }, { from: '127.0.32.6' });
+    expect([other.status, other.body.reason]).toEqual([503, 'no_capacity']);
   });
 
   it('SIGKILL of one replica under load loses no read; writes in flight answer 502 or complete; nothing is left behind', async () => {
