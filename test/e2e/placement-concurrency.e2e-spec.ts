@@ -4,7 +4,7 @@
  * holds another server's row. Rows only: no container is started.
  */
 import { DataSource, EntityManager } from 'typeorm';
-import { ApiError, ErrorCode, newId, randomSecret } from '@ws/common';
+import { ApiError, ErrorCode, newId, randomSecret, toWireId } from '@ws/common';
 import { Image, ImagesService } from '@ws/images';
 import { Server, ServersService } from '@ws/servers';
 import { ZonesService } from '@ws/zones';
@@ -90,6 +90,18 @@ describe('placement under concurrency (issue 24)', () => {
       if (runner.isTransactionActive) await runner.rollbackTransaction();
       await runner.release();
     }
+  });
+
+  it('16 concurrent request_workspace calls through the api all succeed (none waits past the statement bound), spread over the servers', async () => {
+    const key = await api.key(['Global Admin']);
+    const small = await api.app.get(ImagesService).upsert({ name: 'example/burst:1', friendlyName: 'Burst', cores: 0.05, memory: 64 * 1024 ** 2, xRes: 800, yRes: 600, portMap: { vnc: '5900/tcp' } });
+    const users = await Promise.all(Array.from({ length: 16 }, (_, i) => api.call('create_user', key, { target_user: { username: `burst-${i}` } })));
+    const answers = await Promise.all(users.map((u) => api.call('request_workspace', key, { user_id: u.body.user.user_id, image_id: toWireId(small.id) })));
+    expect(answers.map((a) => [a.status, a.body.error_message])).toEqual(answers.map(() => [200, undefined]));
+    const placed = (await db.query(`SELECT s.hostname, count(*)::int AS n FROM workspaces w JOIN servers s ON s.id = w.server_id WHERE w.image_id = $1 AND w.status = 'starting' GROUP BY s.hostname`, [small.id])) as Array<{ hostname: string; n: number }>;
+    expect(placed.reduce((sum, p) => sum + p.n, 0)).toBe(16);
+    expect(placed.length).toBeGreaterThan(1);
+    await db.query(`UPDATE workspaces SET status = 'deleted' WHERE image_id = $1`, [small.id]);
   });
 
   it('the seat counter (a trigger on workspaces) stays equal to the live rows through inserts, status changes and deletes', async () => {

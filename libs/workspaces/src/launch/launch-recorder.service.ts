@@ -7,7 +7,7 @@ import { JobProducer, jobId } from '@ws/queue';
 import { IssuedToken, SessionToken, SessionTokensService, User, UsersService } from '@ws/users';
 import type { Image } from '@ws/images';
 import { newWorkspaceFields } from './new-workspace';
-import { reserveServer } from './placement';
+import { lockPlacedServer, planPlacement, reserveServer } from './placement';
 import { countLiveWorkspaces } from '../reads/staged-workspaces';
 import { Workspace } from '../workspace.entity';
 import { connectPath, operationalStatus } from '../reads/workspace.mappers';
@@ -88,24 +88,27 @@ export class LaunchRecorder {
   }
 
   /**
-   * One transaction, its locks always in this order (no deadlock between launches and staging): the chosen
-   * server's row only (placement.ts: other servers stay free for concurrent launches), what the steps reserve
-   * (an egress connection; a server session's sealed columns), a seat under the license's session limit (the seat
-   * counter's row, countLiveWorkspaces: taken last, so launches take turns only for the insert and the commit),
-   * then the workspace row (`starting`, event `requested`; the outbox takes no lock). Whether a Docker host is reserved is known before the steps'
-   * reservations (their locks come after the server's): a VNC server reached directly (launch.needsDockerHost,
-   * the server connection step's decision) needs none.
+   * Placement is planned before the transaction, with no lock (planPlacement: its refusals come at once). Then one
+   * transaction, its locks always in this order (no deadlock between launches and staging, which takes a server
+   * then a seat): what the steps reserve (an egress connection; a server session's sealed columns), the chosen
+   * server's row only (lockPlacedServer, capacity read again under it; other servers stay free for concurrent
+   * launches), a seat under the license's session limit (the seat counter's row, countLiveWorkspaces), then the
+   * workspace row (`starting`, event `requested`; the outbox takes no lock). The server and seat rows are taken
+   * last, so launches on one server take turns only for the insert and the commit, however slow the steps are.
+   * Whether a Docker host is needed is known before (launch.needsDockerHost, the server connection step's
+   * decision): a VNC server reached directly needs none.
    */
   private async placeAndRecord(launch: IssuedLaunch, checks: LaunchChecks): Promise<Workspace> {
     const { request, user, image, settings, workspaceId } = launch;
     const start = new Date();
     try {
+      const plan = launch.needsDockerHost ? await planPlacement(this.db.manager, image) : null;
       return await this.db.transaction(async (tx) => {
-        const server = launch.needsDockerHost ? await reserveServer(tx, image) : null;
         const reserved = await this.reserveSteps(tx, launch, checks);
         // A server image is launched only through @ws/server-sessions' step: a process without that module is a wiring bug.
         if (image.kind === 'server' && !reserved.serverSession) throw new Error(`image ${image.id} is a server image and no server connection step ran (ServerSessionsModule is not loaded)`);
-        // Last before the row: the seat counter's row is held only for the insert and the commit.
+        // Last before the row: the server's and the seat counter's rows are held only for the insert and the commit.
+        const server = plan ? await lockPlacedServer(tx, plan) : null;
         await this.entitlements.reserveSessionCapacity(tx, countLiveWorkspaces);
         return this.lifecycle.record(tx, {
           ...newWorkspaceFields({

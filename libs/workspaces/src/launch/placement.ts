@@ -58,29 +58,53 @@ const free = (s: Server, used: Allocated | undefined) => ({
 
 /**
  * Picks an eligible, up server with room for the image, least allocated first (the most free cores, then memory,
- * after overcommit: a larger host takes proportionally more; ties at random), inside the
- * caller's transaction, and locks only that server's row (FOR UPDATE) until the caller commits the workspace row
- * it inserts: concurrent launches on different servers do not wait for each other, and two launches on one server
- * cannot both take its last slot, because its free capacity is read again under its lock (every placement on a
- * server holds that server's lock from this read to its commit).
- *
- * Candidates are first tried with SKIP LOCKED, in order; a row that no longer fits under its lock is let go at
- * once (a savepoint rolled back), so a transaction holds at most one server lock. Only when every candidate with
- * room was locked by someone else does it wait, one row at a time, so the answer is exact (never a false 503).
+ * after overcommit: a larger host takes proportionally more; ties at random), inside the caller's transaction,
+ * and locks only that server's row (FOR UPDATE) until the caller commits the workspace row it inserts: concurrent
+ * launches on different servers do not wait for each other, and two launches on one server cannot both take its
+ * last slot, because its free capacity is read again under its lock (every placement on a server holds that
+ * server's lock from this read to its commit). planPlacement and lockPlacedServer apart: see there.
  */
 export async function reserveServer(tx: EntityManager, image: Image, constraints: PlacementConstraints = {}): Promise<Server> {
-  const servers = await tx.getRepository(Server).find();
+  return lockPlacedServer(tx, await planPlacement(tx, image, constraints));
+}
+
+/** Placement's candidates in order of preference, read without any lock; what lockPlacedServer takes one of. */
+export interface PlacementPlan {
+  image: Image;
+  constraints: PlacementConstraints;
+  ordered: Server[];
+}
+
+/**
+ * The first half of placement, with no lock: the eligible, up servers that hold the image and have room for it,
+ * best first. Its refusals (no server may run the image, all are down, the image is on none) come from here, so a
+ * caller may plan before its transaction and take the lock (lockPlacedServer) last, just before its insert: the
+ * server row is then held only for the insert and the commit, not for the reads and reservations before them.
+ */
+export async function planPlacement(db: EntityManager, image: Image, constraints: PlacementConstraints = {}): Promise<PlacementPlan> {
+  const servers = await db.getRepository(Server).find();
   const allowed = servers.filter((s) => isEligible(s, image, constraints));
   if (allowed.length === 0) throw new ApiError(ErrorCode.NoCapacity, `${NO_CAPACITY_MESSAGE} (no server can run image ${image.friendlyName})`);
   const candidates = allowed.filter(isUp);
   if (candidates.length === 0) throw new ApiError(ErrorCode.NoCapacity, `${NO_CAPACITY_MESSAGE} (every server that can run image ${image.friendlyName} is unreachable)`);
-  const holders = await holdingImage(tx, image, candidates);
-  const used = await allocatedOn(tx, holders.map((s) => s.id));
+  const holders = await holdingImage(db, image, candidates);
+  const used = await allocatedOn(db, holders.map((s) => s.id));
   const ordered = holders
     .filter((s) => fits(s, used.get(s.id), image))
     .map((s) => ({ s, f: free(s, used.get(s.id)), tie: Math.random() }))
     .sort((a, b) => b.f.cores - a.f.cores || b.f.memory - a.f.memory || a.tie - b.tie)
     .map((c) => c.s);
+  return { image, constraints, ordered };
+}
+
+/**
+ * The second half, inside the caller's transaction: locks the first planned server that still fits under its lock.
+ * Candidates are first tried with SKIP LOCKED, in order; a row that no longer fits under its lock is let go at
+ * once (a savepoint rolled back), so a transaction holds at most one server lock. Only when every candidate with
+ * room was locked by someone else does it wait, one row at a time, so the answer is exact (never a false 503).
+ */
+export async function lockPlacedServer(tx: EntityManager, plan: PlacementPlan): Promise<Server> {
+  const { image, constraints, ordered } = plan;
   const skipped: Server[] = [];
   for (const server of ordered) {
     const outcome = await tryServer(tx, server.id, image, constraints, true);
