@@ -11,9 +11,10 @@ import { createWorker } from '../../apps/worker/src/bootstrap';
 import { DockerHost, LABELS } from '@ws/agent';
 import { ApiKeysService, Permission } from '@ws/auth';
 import { AppConfig, loadConfig, randomSecret } from '@ws/common';
-import { dropDatabase, migrate } from '@ws/database';
+import { dropDatabase } from '@ws/database';
 import { LICENSE_FEATURES } from '@ws/licensing';
 import { createClient, OperationName, RequestOf, ResponseOf, WorkspaceApiError, WorkspaceClient } from '@workspace-server/client';
+import { createSuiteDatabase } from './suite-database';
 
 export interface TestKey {
   api_key: string;
@@ -68,7 +69,7 @@ export class TestApi {
     // set its own (each test file has its own process.env under jest).
     for (const [name, value] of Object.entries(licensing)) process.env[name] ??= String(value);
     const config = Object.assign(loadConfig(), settings);
-    await migrate(config, database);
+    await createSuiteDatabase(config, database);
     const app = await createApi({ ...settings, ...suiteLogging(settings) });
     await app.init();
     await app.getHttpAdapter().getInstance().ready();
