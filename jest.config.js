@@ -13,10 +13,21 @@ const shared = {
   moduleNameMapper: { '^@ws/([a-z-]+)$': '<rootDir>/libs/$1/src', '^@workspace-server/client$': '<rootDir>/libs/client/src' },
   testEnvironment: 'node',
 };
+/**
+ * e2e suites that must have the machine to themselves when suites run two at a time (scripts/test.sh): they start a
+ * second dockerd with bridges of its own, a whole compose stack, or measure recovery from faults they inject on
+ * timers that a neighbour's load would stretch. WS_E2E_GROUP=shared runs every other suite; =alone, just these.
+ */
+const E2E_ALONE = ['compose', 'two-engines', 'worker-pool', 'dependency-faults', 'worker-faults'];
+const alonePattern = `/test/e2e/(?:${E2E_ALONE.join('|')})\\.e2e-spec\\.ts$`;
+const e2eGroup = {
+  shared: { testPathIgnorePatterns: ['/node_modules/', alonePattern] },
+  alone: { testRegex: [alonePattern], testMatch: undefined },
+}[process.env.WS_E2E_GROUP ?? ''] ?? {};
 module.exports = {
   testTimeout: 180000,
   projects: [
     { ...shared, displayName: 'unit', testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts', '<rootDir>/test/structure/**/*.spec.ts'] },
-    { ...shared, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'] },
+    { ...shared, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'], ...e2eGroup },
   ],
 };

@@ -28,11 +28,21 @@ log "test servers image $WS_TEST_SERVERS_IMAGE"
 compose_images=$(bash scripts/build-compose-images.sh)
 while IFS= read -r line; do export "$line"; log "compose image $line"; done <<<"$compose_images"
 npm run --silent build
-# Unit tests in parallel; e2e one file at a time (each has its own database, Redis prefix and deployment id).
+# Unit tests in parallel.
 npx jest "$@" --selectProjects unit --passWithNoTests
 # Every e2e suite's api and worker log into test-results/logs/<run>/<suite>.log beside the secrets the suite used
 # (test/e2e/harness.ts); the last step fails if any of those secrets is in any of those logs.
 WS_TEST_LOG_DIR="test-results/logs/run-$(date -u +%Y%m%dT%H%M%SZ)-$$"
 export WS_TEST_LOG_DIR
-npx jest "$@" --selectProjects e2e --runInBand --passWithNoTests
+# e2e: each file has its own database, Redis prefix and deployment id, so the whole suite runs E2E_WORKERS files at
+# a time (default 2), then the few that need the machine to themselves (E2E_ALONE in jest.config.js) one by one.
+# Files named on the command line run one at a time, as before. --forceExit: a handle a failed test leaves open
+# must not keep the run from ending (the failure is already reported).
+if [ "$#" -eq 0 ]; then
+  WS_E2E_GROUP=shared npx jest --selectProjects e2e --maxWorkers="${E2E_WORKERS:-2}" --passWithNoTests --forceExit || e2e_failed=1
+  WS_E2E_GROUP=alone npx jest --selectProjects e2e --runInBand --passWithNoTests --forceExit || e2e_failed=1
+else
+  npx jest "$@" --selectProjects e2e --runInBand --passWithNoTests --forceExit || e2e_failed=1
+fi
 if [ -d "$WS_TEST_LOG_DIR" ]; then node scripts/check-log-secrets.js "$WS_TEST_LOG_DIR"; fi
+[ -z "${e2e_failed:-}" ]
