@@ -11,25 +11,35 @@ bash scripts/ensure-docker.sh
 bash scripts/ensure-test-tools.sh
 bash scripts/ensure-browser.sh
 bash scripts/ensure-media-tools.sh
-WS_TEST_DESKTOP_IMAGE=$(bash scripts/build-desktop-image.sh | tail -1)
-export WS_TEST_DESKTOP_IMAGE
-log "desktop image $WS_TEST_DESKTOP_IMAGE"
-WS_TEST_BROWSER_IMAGE=$(bash scripts/build-browser-image.sh | tail -1)
-export WS_TEST_BROWSER_IMAGE
-log "browser image $WS_TEST_BROWSER_IMAGE"
-WS_TEST_EGRESS_IMAGE=$(bash scripts/build-egress-image.sh | tail -1)
-export WS_TEST_EGRESS_IMAGE
-log "egress image $WS_TEST_EGRESS_IMAGE"
-WS_TEST_SERVERS_IMAGE=$(bash scripts/build-test-server-images.sh | tail -1)
-export WS_TEST_SERVERS_IMAGE
-log "test servers image $WS_TEST_SERVERS_IMAGE"
-# The compose deployment's images: the service image (Dockerfile, once per source hash) on a Node.js 20 base, and
-# PostgreSQL and Redis, all made from Debian packages (test/e2e/compose.e2e-spec.ts).
-compose_images=$(bash scripts/build-compose-images.sh)
-while IFS= read -r line; do export "$line"; log "compose image $line"; done <<<"$compose_images"
+# The images are built in the background (each is cached by a hash of its recipe, so on a machine that has built
+# them this takes seconds) while the code is compiled and the unit tests run; the compose deployment's images,
+# which only the last, "alone" group of e2e suites needs, while the other e2e suites run.
+images=$(mktemp -d)
+# A failed step ends the run: the builds still going end with it (each cleans up after itself).
+trap 'jobs -p | xargs -r kill 2>/dev/null; rm -rf "$images"' EXIT
+build_image() {  # name script: the script's last stdout line (the tag) into $images/name
+  bash "scripts/$2" | tail -1 >"$images/$1.tag"
+  [ -s "$images/$1.tag" ] || { log "no $1 image"; return 1; }
+}
+( build_image desktop build-desktop-image.sh && build_image browser build-browser-image.sh &&
+  build_image egress build-egress-image.sh && build_image servers build-test-server-images.sh ) &
+test_images=$!
 npm run --silent build
 # Unit tests in parallel.
 npx jest "$@" --selectProjects unit --passWithNoTests
+wait "$test_images" || { log "building the test images failed"; exit 1; }
+WS_TEST_DESKTOP_IMAGE=$(cat "$images/desktop.tag") WS_TEST_BROWSER_IMAGE=$(cat "$images/browser.tag")
+WS_TEST_EGRESS_IMAGE=$(cat "$images/egress.tag") WS_TEST_SERVERS_IMAGE=$(cat "$images/servers.tag")
+export WS_TEST_DESKTOP_IMAGE WS_TEST_BROWSER_IMAGE WS_TEST_EGRESS_IMAGE WS_TEST_SERVERS_IMAGE
+log "images: desktop $WS_TEST_DESKTOP_IMAGE, browser $WS_TEST_BROWSER_IMAGE, egress $WS_TEST_EGRESS_IMAGE, test servers $WS_TEST_SERVERS_IMAGE"
+# The compose deployment's images: the service image (Dockerfile, once per source hash) on a Node.js 20 base, and
+# PostgreSQL and Redis, all made from Debian packages (test/e2e/compose.e2e-spec.ts).
+bash scripts/build-compose-images.sh >"$images/compose.env" &
+compose_images=$!
+use_compose_images() {
+  wait "$compose_images" || { log "building the compose images failed"; return 1; }
+  while IFS= read -r line; do export "${line?}"; log "compose image $line"; done <"$images/compose.env"
+}
 # Every e2e suite's api and worker log into test-results/logs/<run>/<suite>.log beside the secrets the suite used
 # (test/e2e/harness.ts); the last step fails if any of those secrets is in any of those logs.
 WS_TEST_LOG_DIR="test-results/logs/run-$(date -u +%Y%m%dT%H%M%SZ)-$$"
@@ -40,8 +50,10 @@ export WS_TEST_LOG_DIR
 # must not keep the run from ending (the failure is already reported).
 if [ "$#" -eq 0 ]; then
   WS_E2E_GROUP=shared npx jest --selectProjects e2e --maxWorkers="${E2E_WORKERS:-2}" --passWithNoTests --forceExit || e2e_failed=1
+  use_compose_images
   WS_E2E_GROUP=alone npx jest --selectProjects e2e --runInBand --passWithNoTests --forceExit || e2e_failed=1
 else
+  use_compose_images
   npx jest "$@" --selectProjects e2e --runInBand --passWithNoTests --forceExit || e2e_failed=1
 fi
 if [ -d "$WS_TEST_LOG_DIR" ]; then node scripts/check-log-secrets.js "$WS_TEST_LOG_DIR"; fi
