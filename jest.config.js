@@ -28,6 +28,6 @@ module.exports = {
   testTimeout: 180000,
   projects: [
     { ...shared, displayName: 'unit', testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts', '<rootDir>/test/structure/**/*.spec.ts'] },
-    { ...shared, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'], ...e2eGroup },
+    { ...shared, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'], testSequencer: '<rootDir>/test/e2e/sequencer.js', ...e2eGroup },
   ],
 };
