@@ -1,15 +1,16 @@
 /**
  * Issue 24, point 3: placement locks only the server it picks. Concurrent placements fill every server exactly
  * to its capacity (never over it), spread over the servers, and a placement does not wait for a transaction that
- * holds another server's row. Rows only: no container is started.
+ * holds another server's row. A launch queued for a row lock past the statement bound runs its transaction again.
+ * Rows only: no container is started.
  */
 import { DataSource, EntityManager } from 'typeorm';
-import { ApiError, ErrorCode, newId, randomSecret, toWireId } from '@ws/common';
+import { ApiError, ErrorCode, newId, parseId, randomSecret, toWireId } from '@ws/common';
 import { Image, ImagesService } from '@ws/images';
 import { Server, ServersService } from '@ws/servers';
 import { ZonesService } from '@ws/zones';
 import { countLiveWorkspaces, reserveServer, Workspace } from '@ws/workspaces';
-import { TestApi, waitFor } from './harness';
+import { TestApi, TestKey, waitFor } from './harness';
 
 describe('placement under concurrency (issue 24)', () => {
   let api: TestApi;
@@ -80,7 +81,7 @@ describe('placement under concurrency (issue 24)', () => {
       const placing = db.transaction(place).finally(() => (settled = true));
       // The placement is blocked on a row lock: PostgreSQL shows it waiting.
       await waitFor('the placement waiting for a server row', async () => {
-        const [w] = (await db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM servers WHERE id = $1 FOR UPDATE%'`)) as Array<{ n: number }>;
+        const [w] = (await db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM servers WHERE id = $1 FOR NO KEY UPDATE%'`)) as Array<{ n: number }>;
         return w.n > 0 ? true : undefined;
       }, 15_000, 50);
       expect(settled).toBe(false);
@@ -121,5 +122,74 @@ describe('placement under concurrency (issue 24)', () => {
     }).catch(() => undefined);
     expect(await live()).toBe(before + 3);
     expect(await counted()).toBe(before + 3);
+  });
+});
+
+describe('a launch queued for a row lock past the statement bound (issue 24)', () => {
+  let api: TestApi;
+  let db: DataSource;
+  let key: TestKey;
+  let imageId: string;
+
+  beforeAll(async () => {
+    // A short statement bound, so a held seat row cancels the launch's wait within a second.
+    api = await TestApi.start({ DEPENDENCY_TIMEOUT_MS: 1000 });
+    db = api.app.get(DataSource);
+    const zone = await api.app.get(ZonesService).ensure('default');
+    await api.app.get(ServersService).upsert({ hostname: 'q1', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 8, memory: 8 * 1024 ** 3 });
+    imageId = toWireId((await api.app.get(ImagesService).upsert({ name: 'example/queued:1', friendlyName: 'Queued', cores: 0.5, memory: 256 * 1024 ** 2, portMap: { vnc: '5900/tcp' } })).id);
+    key = await api.key(['Global Admin']);
+  });
+  afterAll(async () => api?.close());
+
+  /** Starts of the statements now waiting for the seat counter's row lock. */
+  const seatWaits = async () => ((await db.query(
+    `SELECT query_start FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FROM session_seats WHERE id = 1 FOR UPDATE%'`,
+  )) as Array<{ query_start: Date }>).map((r) => r.query_start.getTime());
+
+  /** Holds the seat row while the launch's wait is cancelled `cancellations` times; answers the launch's outcome. */
+  async function launchWhileSeatHeld(cancellations: number) {
+    const user = await api.call('create_user', key, { target_user: { username: `queued-${cancellations}-${randomSecret(4)}` } });
+    const holder = db.createQueryRunner();
+    await holder.connect();
+    await holder.startTransaction();
+    try {
+      await holder.query('SELECT admitted FROM session_seats WHERE id = 1 FOR UPDATE');
+      const launching = api.call('request_workspace', key, { user_id: user.body.user.user_id, image_id: imageId }).then((r) => r);
+      const seen = new Set<number>();
+      // Each cancelled wait is followed by a new one (the transaction runs again) until the attempts are used up.
+      await waitFor(`${cancellations + 1} waits for the seat row`, async () => {
+        for (const start of await seatWaits()) seen.add(start);
+        return seen.size > cancellations ? true : undefined;
+      }, 30_000, 20);
+      await holder.commitTransaction();
+      return await launching;
+    } finally {
+      if (holder.isTransactionActive) await holder.rollbackTransaction();
+      await holder.release();
+    }
+  }
+
+  it('runs its transaction again: held through one cancelled wait, the launch still succeeds', async () => {
+    const answer = await launchWhileSeatHeld(1);
+    expect([answer.status, answer.body.error_message]).toEqual([200, undefined]);
+  });
+
+  it('answers 503 (retry later) when every attempt waited past the bound, and leaves no workspace', async () => {
+    const user = await api.call('create_user', key, { target_user: { username: `queued-out-${randomSecret(4)}` } });
+    const holder = db.createQueryRunner();
+    await holder.connect();
+    await holder.startTransaction();
+    try {
+      await holder.query('SELECT admitted FROM session_seats WHERE id = 1 FOR UPDATE');
+      const answer = await api.call('request_workspace', key, { user_id: user.body.user.user_id, image_id: imageId });
+      expect(answer.status).toBe(503);
+      expect(Number(answer.headers['retry-after'])).toBeGreaterThan(0);
+    } finally {
+      await holder.rollbackTransaction();
+      await holder.release();
+    }
+    const rows = await db.query('SELECT count(*)::int AS n FROM workspaces WHERE user_id = $1', [parseId(user.body.user.user_id)]);
+    expect(rows[0].n).toBe(0);
   });
 });

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
+import { isLockWaitTimeout } from '@ws/database';
 import { addSeconds, newId, toWireId } from '@ws/common';
 import { Entitlements } from '@ws/licensing';
 import { JobProducer, jobId } from '@ws/queue';
@@ -21,6 +22,9 @@ import { LaunchSteps } from './launch-steps';
  * The end of every launch that no step served: the owner's token (minted here only), the workspace row in one
  * transaction, and the provision job. A launch that ends here without a workspace removes what it made.
  */
+/** Transactions a launch runs when its waits for the server's or the seat's row lock pass the statement bound. */
+const LOCK_WAIT_ATTEMPTS = 3;
+
 @Injectable()
 export class LaunchRecorder {
   constructor(
@@ -99,37 +103,49 @@ export class LaunchRecorder {
    * decision): a VNC server reached directly needs none.
    */
   private async placeAndRecord(launch: IssuedLaunch, checks: LaunchChecks): Promise<Workspace> {
-    const { request, user, image, settings, workspaceId } = launch;
-    const start = new Date();
     try {
-      const plan = launch.needsDockerHost ? await planPlacement(this.db.manager, image) : null;
-      return await this.db.transaction(async (tx) => {
-        const reserved = await this.reserveSteps(tx, launch, checks);
-        // A server image is launched only through @ws/server-sessions' step: a process without that module is a wiring bug.
-        if (image.kind === 'server' && !reserved.serverSession) throw new Error(`image ${image.id} is a server image and no server connection step ran (ServerSessionsModule is not loaded)`);
-        // Last before the row: the server's and the seat counter's rows are held only for the insert and the commit.
-        const server = plan ? await lockPlacedServer(tx, plan) : null;
-        await this.entitlements.reserveSessionCapacity(tx, countLiveWorkspaces);
-        return this.lifecycle.record(tx, {
-          ...newWorkspaceFields({
-            id: workspaceId, userId: user.id, image, serverId: server?.id ?? null, start, expirationDate: addSeconds(start, settings.keepaliveExpiration),
-            operationalMessage: 'Waiting for a worker',
-          }),
-          serverConnection: null, serverPasswordEncrypted: null, relaySecret: null, ...reserved.serverSession,
-          sharingEnabled: request.enableSharing, environment: { ...request.environment }, sessionTokenId: launch.issued.token.id,
-          clientSettingsOverride: { ...request.clientSettingsOverride },
-          launchOptions: {
-            clientLanguage: request.clientLanguage, clientTimezone: request.clientTimezone, workspaceUrl: request.workspaceUrl, containerNetwork: request.containerNetwork,
-            ...reserved.launchOptions,
-          },
-          persistentProfileMode: null, isPersistentProfile: false, profileLocation: null, ...reserved.profile,
-        });
-      });
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await this.placeAndRecordOnce(launch, checks);
+        } catch (err) {
+          // Queued for the server's or the seat's row past the statement bound: a burst on a busy host, not an
+          // outage. The whole transaction runs again (planned anew); a third such wait answers 503 as an outage would.
+          if (!isLockWaitTimeout(err) || attempt >= LOCK_WAIT_ATTEMPTS) throw err;
+        }
+      }
     } catch (err) {
       // No workspace came of it: the token goes, and so does a user made only for this request.
       await this.discard(launch);
       throw this.profiles.conflictOf(err) ?? err;
     }
+  }
+
+  private async placeAndRecordOnce(launch: IssuedLaunch, checks: LaunchChecks): Promise<Workspace> {
+    const { request, user, image, settings, workspaceId } = launch;
+    const start = new Date();
+    const plan = launch.needsDockerHost ? await planPlacement(this.db.manager, image) : null;
+    return this.db.transaction(async (tx) => {
+      const reserved = await this.reserveSteps(tx, launch, checks);
+      // A server image is launched only through @ws/server-sessions' step: a process without that module is a wiring bug.
+      if (image.kind === 'server' && !reserved.serverSession) throw new Error(`image ${image.id} is a server image and no server connection step ran (ServerSessionsModule is not loaded)`);
+      // Last before the row: the server's and the seat counter's rows are held only for the insert and the commit.
+      const server = plan ? await lockPlacedServer(tx, plan) : null;
+      await this.entitlements.reserveSessionCapacity(tx, countLiveWorkspaces);
+      return this.lifecycle.record(tx, {
+        ...newWorkspaceFields({
+          id: workspaceId, userId: user.id, image, serverId: server?.id ?? null, start, expirationDate: addSeconds(start, settings.keepaliveExpiration),
+          operationalMessage: 'Waiting for a worker',
+        }),
+        serverConnection: null, serverPasswordEncrypted: null, relaySecret: null, ...reserved.serverSession,
+        sharingEnabled: request.enableSharing, environment: { ...request.environment }, sessionTokenId: launch.issued.token.id,
+        clientSettingsOverride: { ...request.clientSettingsOverride },
+        launchOptions: {
+          clientLanguage: request.clientLanguage, clientTimezone: request.clientTimezone, workspaceUrl: request.workspaceUrl, containerNetwork: request.containerNetwork,
+          ...reserved.launchOptions,
+        },
+        persistentProfileMode: null, isPersistentProfile: false, profileLocation: null, ...reserved.profile,
+      });
+    });
   }
 
   private async reserveSteps(tx: EntityManager, launch: IssuedLaunch, checks: LaunchChecks): Promise<ReservedRowFields> {

@@ -59,7 +59,8 @@ const free = (s: Server, used: Allocated | undefined) => ({
 /**
  * Picks an eligible, up server with room for the image, least allocated first (the most free cores, then memory,
  * after overcommit: a larger host takes proportionally more; ties at random), inside the caller's transaction,
- * and locks only that server's row (FOR UPDATE) until the caller commits the workspace row it inserts: concurrent
+ * and locks only that server's row (FOR NO KEY UPDATE: rows that merely refer to the server, such as its image
+ * inventory, are not held up) until the caller commits the workspace row it inserts: concurrent
  * launches on different servers do not wait for each other, and two launches on one server cannot both take its
  * last slot, because its free capacity is read again under its lock (every placement on a server holds that
  * server's lock from this read to its commit). planPlacement and lockPlacedServer apart: see there.
@@ -126,7 +127,7 @@ export async function lockPlacedServer(tx: EntityManager, plan: PlacementPlan): 
 async function tryServer(tx: EntityManager, serverId: string, image: Image, constraints: PlacementConstraints, skipLocked: boolean): Promise<Server | 'locked' | null> {
   await tx.query('SAVEPOINT ws_placement');
   try {
-    const locked = (await tx.query(`SELECT id FROM servers WHERE id = $1 FOR UPDATE${skipLocked ? ' SKIP LOCKED' : ''}`, [serverId])) as unknown[];
+    const locked = (await tx.query(`SELECT id FROM servers WHERE id = $1 FOR NO KEY UPDATE${skipLocked ? ' SKIP LOCKED' : ''}`, [serverId])) as unknown[];
     // Under SKIP LOCKED no row means another transaction holds it; waiting, it means the server is gone.
     const server = locked.length > 0 ? await tx.getRepository(Server).findOneBy({ id: serverId }) : null;
     if (!server) {

@@ -1,0 +1,22 @@
+import { QueryFailedError } from 'typeorm';
+import { isLockWaitTimeout } from './lock-waits';
+
+const pgError = (fields: Record<string, unknown>) => Object.assign(new Error('canceling statement due to statement timeout'), fields);
+
+describe('isLockWaitTimeout', () => {
+  it('is a statement cancelled while waiting for a row lock, as pg raises it or wrapped by TypeORM', () => {
+    const locking = pgError({ code: '57014', where: 'while locking tuple (0,1) in relation "servers"' });
+    expect(isLockWaitTimeout(locking)).toBe(true);
+    expect(isLockWaitTimeout(new QueryFailedError('SELECT', [], locking))).toBe(true);
+    expect(isLockWaitTimeout(pgError({ code: '57014', where: 'while updating tuple (0,1) in relation "session_seats"\nPL/pgSQL function session_seats_track()' }))).toBe(true);
+    expect(isLockWaitTimeout(pgError({ code: '55P03' }))).toBe(true);
+  });
+
+  it('is not any other cancelled statement or error (a slow or stalled server stays an outage)', () => {
+    expect(isLockWaitTimeout(pgError({ code: '57014' }))).toBe(false);
+    expect(isLockWaitTimeout(pgError({ code: '57014', where: 'SQL statement "SELECT pg_sleep(10)"' }))).toBe(false);
+    expect(isLockWaitTimeout(pgError({ code: '23505', where: 'while locking tuple (0,1)' }))).toBe(false);
+    expect(isLockWaitTimeout(new Error('Connection terminated'))).toBe(false);
+    expect(isLockWaitTimeout(null)).toBe(false);
+  });
+});
