@@ -26,8 +26,9 @@ const e2eGroup = {
 }[process.env.WS_E2E_GROUP ?? ''] ?? {};
 module.exports = {
   testTimeout: 180000,
+  testSequencer: '<rootDir>/test/e2e/sequencer.js',
   projects: [
     { ...shared, displayName: 'unit', testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts', '<rootDir>/test/structure/**/*.spec.ts'] },
-    { ...shared, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'], testSequencer: '<rootDir>/test/e2e/sequencer.js', ...e2eGroup },
+    { ...shared, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'], ...e2eGroup },
   ],
 };
