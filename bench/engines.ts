@@ -10,6 +10,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { waitForRfb } from '@ws/agent';
 import { SecondEngine } from '../test/e2e/second-engine';
 import { BenchAuth, destroyAll, launchAll, placementSplit, until } from './harness';
+import { LifecycleWebhook } from './lifecycle-webhook';
 import { median } from './stats';
 
 const run = promisify(execFile);
@@ -96,6 +97,10 @@ export function untilNoContainers(deploymentId: string, engines: BenchEngine[], 
   }, timeoutMs);
 }
 
+/** BENCH_FOLLOW: how a burst's launches are followed until running (bench/lifecycle-webhook.ts says why webhooks). */
+export type BurstFollow = 'webhook' | 'poll';
+export const BURST_FOLLOW: BurstFollow = process.env.BENCH_FOLLOW === 'poll' ? 'poll' : 'webhook';
+
 export interface BurstComparison {
   /** Milliseconds per round: the product's burst (request → all running) and the bare one (run → all VNC). */
   ours: number[];
@@ -112,26 +117,33 @@ export interface BurstComparison {
 export async function compareBursts(options: {
   base: string; auth: BenchAuth; userIds: string[]; imageId: string; image: string; deploymentId: string;
   engines: BenchEngine[]; resources: BareResources; rounds: number; pollMs: number;
+  /** How the product's launches are followed until running: their webhooks (the default), or polling every pollMs. */
+  follow: BurstFollow;
 }): Promise<BurstComparison> {
   const { base, auth, userIds, engines } = options;
   const bare = () => bareBurst(options.image, engines, userIds.length, options.resources);
   const result: BurstComparison = { ours: [], bare: [], splits: [] };
+  const watcher = options.follow === 'webhook' ? await LifecycleWebhook.start(base, auth) : undefined;
   const ours = async () => {
-    const { elapsedMs, launched } = await launchAll(base, auth, userIds, options.imageId, options.pollMs, 600_000);
+    const { elapsedMs, launched } = await launchAll(base, auth, userIds, options.imageId, options.pollMs, 600_000, watcher);
     result.splits.push(placementSplit(launched));
     await destroyAll(base, auth, launched);
     await untilNoContainers(options.deploymentId, engines);
     result.ours.push(elapsedMs);
   };
-  await bareBurst(options.image, engines, 2 * engines.length, options.resources); // warm each engine's page cache
-  for (let round = 0; round < options.rounds; round++) {
-    if (round % 2) {
-      result.bare.push(await bare());
-      await ours();
-    } else {
-      await ours();
-      result.bare.push(await bare());
+  try {
+    await bareBurst(options.image, engines, 2 * engines.length, options.resources); // warm each engine's page cache
+    for (let round = 0; round < options.rounds; round++) {
+      if (round % 2) {
+        result.bare.push(await bare());
+        await ours();
+      } else {
+        await ours();
+        result.bare.push(await bare());
+      }
     }
+  } finally {
+    await watcher?.close();
   }
   return result;
 }
@@ -140,5 +152,6 @@ export async function compareBursts(options: {
 export function burstLine(count: number, comparison: BurstComparison): string {
   const ours = median(comparison.ours);
   const bare = median(comparison.bare);
-  return `  request_workspace ×${count} → all running ${(ours / 1000).toFixed(2)} s   bare docker run ×${count} → all VNC ${(bare / 1000).toFixed(2)} s   ratio ${(ours / bare).toFixed(2)}`;
+  const followed = BURST_FOLLOW === 'webhook' ? 'by webhook' : 'polled';
+  return `  request_workspace ×${count} → all running (${followed}) ${(ours / 1000).toFixed(2)} s   bare docker run ×${count} → all VNC ${(bare / 1000).toFixed(2)} s   ratio ${(ours / bare).toFixed(2)}`;
 }

@@ -11,6 +11,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { AppConfig } from '@ws/common';
 import type { ImageDefinition } from '@ws/images';
 import { featureSet, issueLicenseKey, LICENSE_FEATURES, publicKeyText } from '@ws/licensing';
+import type { LifecycleWebhook } from './lifecycle-webhook';
 
 /** Polls `check` every 100 ms until it answers a value (errors count as not yet), for at most `timeoutMs`. */
 export async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
@@ -48,27 +49,42 @@ export interface Launched {
 }
 
 /**
- * One request_workspace per user, all at once, each then polled (get_workspace_status, skip_agent_check, every
- * `pollMs`) as an integrator would until `running`; a workspace that stops fails the burst. Answers the time from
- * the first request until the last one ran, and the workspaces.
+ * One request_workspace per user, all at once, each then followed until `running`: by its webhook when `watcher` is
+ * given (bench/lifecycle-webhook.ts: nothing polled while the desktops start), else polled (get_workspace_status,
+ * skip_agent_check, every `pollMs`) as an integrator without webhooks would; a workspace that fails fails the
+ * burst. Answers the time from the first request until the last one ran, and the workspaces (where they run is
+ * read once each, after the clock stopped).
  */
-export async function launchAll(base: string, auth: BenchAuth, userIds: string[], imageId: string, pollMs: number, timeoutMs = 300_000): Promise<{ elapsedMs: number; launched: Launched[] }> {
+export async function launchAll(
+  base: string, auth: BenchAuth, userIds: string[], imageId: string, pollMs: number, timeoutMs = 300_000, watcher?: LifecycleWebhook,
+): Promise<{ elapsedMs: number; launched: Launched[] }> {
   const start = performance.now();
   const deadline = Date.now() + timeoutMs;
-  const launched = await Promise.all(userIds.map(async (userId) => {
+  const status = (userId: string, workspaceId: string) =>
+    post(base, 'get_workspace_status', { ...auth, user_id: userId, workspace_id: workspaceId, skip_agent_check: true });
+  const runningIds = await Promise.all(userIds.map(async (userId) => {
     const requested = await post(base, 'request_workspace', { ...auth, user_id: userId, image_id: imageId });
     const workspaceId = requested.workspace_id as string;
     if (!workspaceId) throw new Error(`request_workspace: ${JSON.stringify(requested)}`);
+    if (watcher) {
+      const { outcome, message } = await watcher.outcome(workspaceId, deadline);
+      if (outcome === 'failed') throw new Error(`workspace ${workspaceId} failed: ${message}`);
+      return { userId, workspaceId, hostname: '' };
+    }
     while (Date.now() < deadline) {
-      const status = await post(base, 'get_workspace_status', { ...auth, user_id: userId, workspace_id: workspaceId, skip_agent_check: true });
-      const workspace = status.workspace as { operational_status?: string; hostname?: string } | undefined;
+      const answer = await status(userId, workspaceId);
+      const workspace = answer.workspace as { operational_status?: string; hostname?: string } | undefined;
       if (workspace?.operational_status === 'running') return { userId, workspaceId, hostname: workspace.hostname ?? '' };
-      if (status.operational_status === 'stopped') throw new Error(`workspace failed: ${JSON.stringify(status)}`);
+      if (answer.operational_status === 'stopped') throw new Error(`workspace failed: ${JSON.stringify(answer)}`);
       await new Promise((r) => setTimeout(r, pollMs));
     }
     throw new Error(`workspace ${workspaceId} not running within ${timeoutMs / 1000} s`);
   }));
-  return { elapsedMs: performance.now() - start, launched };
+  const elapsedMs = performance.now() - start;
+  const launched = await Promise.all(runningIds.map(async (w) => (w.hostname
+    ? w
+    : { ...w, hostname: ((await status(w.userId, w.workspaceId)).workspace as { hostname?: string } | undefined)?.hostname ?? '' })));
+  return { elapsedMs, launched };
 }
 
 /** destroy_workspace for each, then until get_workspace_status knows none of them any more (bounded). */

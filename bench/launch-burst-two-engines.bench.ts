@@ -9,7 +9,7 @@
  */
 import 'reflect-metadata';
 import { SecondEngine } from '../test/e2e/second-engine';
-import { BENCH_SERVER_CAPACITY, burstLine, compareBursts, LOCAL_ENGINE, registerSecondEngine } from './engines';
+import { BENCH_SERVER_CAPACITY, BURST_FOLLOW, burstLine, compareBursts, LOCAL_ENGINE, registerSecondEngine } from './engines';
 import { cleanUpOnSignal, createUsers, desktopImage, registerLocalDesktop, startBenchApi } from './harness';
 
 const BURST = Number(process.env.BENCH_BURST_TWO ?? 16);
@@ -22,7 +22,7 @@ const MEMORY_MB = 512;
 async function main(): Promise<void> {
   const image = desktopImage();
   let engine: SecondEngine | undefined;
-  const bench = await startBenchApi({ worker: true, settings: { WORKER_CONCURRENCY: BURST } });
+  const bench = await startBenchApi({ worker: true, settings: { WORKER_CONCURRENCY: BURST, WEBHOOK_ALLOW_PRIVATE_ADDRESSES: true } });
   const { base } = bench;
   const cleanUp = async () => {
     try {
@@ -39,7 +39,7 @@ async function main(): Promise<void> {
     const userIds = await createUsers(base, auth, 'burst', BURST);
     const comparison = await compareBursts({
       base, auth, userIds, imageId: img.id, image, deploymentId: bench.settings.DEPLOYMENT_ID,
-      engines: [LOCAL_ENGINE, second.engine], resources: { cores: CORES, memoryMb: MEMORY_MB }, rounds: ROUNDS, pollMs: POLL_MS,
+      engines: [LOCAL_ENGINE, second.engine], resources: { cores: CORES, memoryMb: MEMORY_MB }, rounds: ROUNDS, pollMs: POLL_MS, follow: BURST_FOLLOW,
     });
     console.log(`\nburst of ${BURST} launches over two engines on this machine (${image}, ${CORES} core, ${MEMORY_MB} MiB each; image copied to the second in ${(second.copyMs / 1000).toFixed(1)} s; ${ROUNDS} rounds, median)`);
     console.log(burstLine(BURST, comparison));

@@ -5,7 +5,7 @@
  * bench/launch-burst-two-engines.bench.ts is the same over two engines.
  */
 import 'reflect-metadata';
-import { burstLine, compareBursts, LOCAL_ENGINE } from './engines';
+import { BURST_FOLLOW, burstLine, compareBursts, LOCAL_ENGINE } from './engines';
 import { createUsers, desktopImage, registerLocalDesktop, startBenchApi } from './harness';
 
 const BURST = Number(process.env.BENCH_BURST ?? 8);
@@ -16,14 +16,14 @@ const MEMORY_MB = 512;
 
 async function main(): Promise<void> {
   const image = desktopImage();
-  const bench = await startBenchApi({ worker: true });
+  const bench = await startBenchApi({ worker: true, settings: { WEBHOOK_ALLOW_PRIVATE_ADDRESSES: true } });
   const { base } = bench;
   try {
     const { image: img, auth } = await registerLocalDesktop(bench.api, { name: image, friendlyName: 'Desktop', cores: CORES, memory: MEMORY_MB * 1024 ** 2 });
     const userIds = await createUsers(base, auth, 'burst', BURST);
     const comparison = await compareBursts({
       base, auth, userIds, imageId: img.id, image, deploymentId: bench.settings.DEPLOYMENT_ID,
-      engines: [LOCAL_ENGINE], resources: { cores: CORES, memoryMb: MEMORY_MB }, rounds: ROUNDS, pollMs: POLL_MS,
+      engines: [LOCAL_ENGINE], resources: { cores: CORES, memoryMb: MEMORY_MB }, rounds: ROUNDS, pollMs: POLL_MS, follow: BURST_FOLLOW,
     });
     console.log(`\nburst of ${BURST} launches (${image}, ${CORES} core, ${MEMORY_MB} MiB each; ${ROUNDS} rounds, median)`);
     console.log(burstLine(BURST, comparison));
