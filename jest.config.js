@@ -18,7 +18,7 @@ const shared = {
  * second dockerd with bridges of its own, a whole compose stack, or measure recovery from faults they inject on
  * timers that a neighbour's load would stretch. WS_E2E_GROUP=shared runs every other suite; =alone, just these.
  */
-const E2E_ALONE = ['compose', 'two-engines', 'worker-pool', 'dependency-faults', 'worker-faults'];
+const E2E_ALONE = ['compose', 'two-engines', 'worker-pool', 'dependency-faults', 'worker-faults', 'host-health'];
 const alonePattern = `/test/e2e/(?:${E2E_ALONE.join('|')})\\.e2e-spec\\.ts$`;
 const e2eGroup = {
   shared: { testPathIgnorePatterns: ['/node_modules/', alonePattern] },
