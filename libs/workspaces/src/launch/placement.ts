@@ -89,13 +89,17 @@ export async function planPlacement(db: EntityManager, image: Image, constraints
   const candidates = allowed.filter(isUp);
   if (candidates.length === 0) throw new ApiError(ErrorCode.NoCapacity, `${NO_CAPACITY_MESSAGE} (every server that can run image ${image.friendlyName} is unreachable)`);
   const holders = await holdingImage(db, image, candidates);
-  const used = await allocatedOn(db, holders.map((s) => s.id));
-  const ordered = holders
+  return { image, constraints, ordered: await leastAllocatedFirst(db, holders, image) };
+}
+
+/** The servers with room for the image, the most free cores (then memory) first, ties at random; read now. */
+async function leastAllocatedFirst(db: EntityManager, servers: Server[], image: Image): Promise<Server[]> {
+  const used = await allocatedOn(db, servers.map((s) => s.id));
+  return servers
     .filter((s) => fits(s, used.get(s.id), image))
     .map((s) => ({ s, f: free(s, used.get(s.id)), tie: Math.random() }))
     .sort((a, b) => b.f.cores - a.f.cores || b.f.memory - a.f.memory || a.tie - b.tie)
     .map((c) => c.s);
-  return { image, constraints, ordered };
 }
 
 /**
@@ -105,7 +109,10 @@ export async function planPlacement(db: EntityManager, image: Image, constraints
  * room was locked by someone else does it wait, one row at a time, so the answer is exact (never a false 503).
  */
 export async function lockPlacedServer(tx: EntityManager, plan: PlacementPlan): Promise<Server> {
-  const { image, constraints, ordered } = plan;
+  const { image, constraints } = plan;
+  // Ordered again by what is allocated now: the launches that committed since the plan count (in a burst they all
+  // planned on the same figures, and would otherwise crowd onto the same server).
+  const ordered = await leastAllocatedFirst(tx, plan.ordered, image);
   const skipped: Server[] = [];
   for (const server of ordered) {
     const outcome = await tryServer(tx, server.id, image, constraints, true);
