@@ -10,8 +10,11 @@ tunnel_start() {
   ip link del wg0 2>/dev/null
   WG_PROCESS_FOREGROUND=1 wireguard-go wg0 >&2 &
   wg_pid=$!
-  for _ in $(seq 50); do [ -e /sys/class/net/wg0 ] && break; sleep 0.1; done
+  # wireguard-go makes the interface first and opens its control socket (what `wg` talks to) a moment later: on a
+  # busy host `wg setconf` in between fails as if the configuration were bad. Wait for both.
+  for _ in $(seq 100); do [ -e /sys/class/net/wg0 ] && [ -S /var/run/wireguard/wg0.sock ] && break; sleep 0.1; done
   [ -e /sys/class/net/wg0 ] || { TUNNEL_ERROR="wireguard-go did not create wg0 (/dev/net/tun?)"; return 1; }
+  [ -S /var/run/wireguard/wg0.sock ] || { TUNNEL_ERROR="wireguard-go did not open its control socket for wg0"; return 1; }
   wg setconf wg0 "$CONF/wg0.conf" || { TUNNEL_ERROR="bad WireGuard configuration"; return 2; }
   local a c
   for a in ${ADDRESS//,/ }; do ip address add "$a" dev wg0 || return 2; done
