@@ -228,8 +228,15 @@ async function playInChromium(path: string, x: number, y: number): Promise<{ wid
         video.src = src;
         await loaded;
         const seeked = once('seeked');
+        // 'seeked' can come before the frame is presented (a busy machine then draws black): wait for the frame too,
+        // bounded, since a paused video presents the seeked frame once.
+        const presented = new Promise<void>((resolve) => {
+          video.requestVideoFrameCallback(() => resolve());
+          setTimeout(resolve, 10_000);
+        });
         video.currentTime = Math.max(0, video.duration - 0.1);
         await seeked;
+        await presented;
         const canvas = document.getElementById('c') as HTMLCanvasElement;
         canvas.width = video.videoWidth;
         canvas.height = video.videoHeight;
