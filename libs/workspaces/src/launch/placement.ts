@@ -69,16 +69,16 @@ export async function reserveServer(tx: EntityManager, image: Image, constraints
   return lockPlacedServer(tx, await planPlacement(tx, image, constraints));
 }
 
-/** Placement's candidates in order of preference, read without any lock; what lockPlacedServer takes one of. */
+/** Placement's candidates, read without any lock; what lockPlacedServer orders by room and takes one of. */
 export interface PlacementPlan {
   image: Image;
   constraints: PlacementConstraints;
-  ordered: Server[];
+  candidates: Server[];
 }
 
 /**
- * The first half of placement, with no lock: the eligible, up servers that hold the image and have room for it,
- * best first. Its refusals (no server may run the image, all are down, the image is on none) come from here, so a
+ * The first half of placement, with no lock: the eligible, up servers that hold the image. Its refusals (no server
+ * may run the image, all are down, the image is on none) come from here, so a
  * caller may plan before its transaction and take the lock (lockPlacedServer) last, just before its insert: the
  * server row is then held only for the insert and the commit, not for the reads and reservations before them.
  */
@@ -88,8 +88,7 @@ export async function planPlacement(db: EntityManager, image: Image, constraints
   if (allowed.length === 0) throw new ApiError(ErrorCode.NoCapacity, `${NO_CAPACITY_MESSAGE} (no server can run image ${image.friendlyName})`);
   const candidates = allowed.filter(isUp);
   if (candidates.length === 0) throw new ApiError(ErrorCode.NoCapacity, `${NO_CAPACITY_MESSAGE} (every server that can run image ${image.friendlyName} is unreachable)`);
-  const holders = await holdingImage(db, image, candidates);
-  return { image, constraints, ordered: await leastAllocatedFirst(db, holders, image) };
+  return { image, constraints, candidates: await holdingImage(db, image, candidates) };
 }
 
 /** The servers with room for the image, the most free cores (then memory) first, ties at random; read now. */
@@ -103,16 +102,15 @@ async function leastAllocatedFirst(db: EntityManager, servers: Server[], image: 
 }
 
 /**
- * The second half, inside the caller's transaction: locks the first planned server that still fits under its lock.
- * Candidates are first tried with SKIP LOCKED, in order; a row that no longer fits under its lock is let go at
+ * The second half, inside the caller's transaction: orders the planned servers by their room as allocated now
+ * (least allocated first: launches committed since the plan count) and locks the first that still fits under its
+ * lock. Candidates are first tried with SKIP LOCKED, in order; a row that no longer fits under its lock is let go at
  * once (a savepoint rolled back), so a transaction holds at most one server lock. Only when every candidate with
  * room was locked by someone else does it wait, one row at a time, so the answer is exact (never a false 503).
  */
 export async function lockPlacedServer(tx: EntityManager, plan: PlacementPlan): Promise<Server> {
   const { image, constraints } = plan;
-  // Ordered again by what is allocated now: the launches that committed since the plan count (in a burst they all
-  // planned on the same figures, and would otherwise crowd onto the same server).
-  const ordered = await leastAllocatedFirst(tx, plan.ordered, image);
+  const ordered = await leastAllocatedFirst(tx, plan.candidates, image);
   const skipped: Server[] = [];
   for (const server of ordered) {
     const outcome = await tryServer(tx, server.id, image, constraints, true);
