@@ -18,13 +18,13 @@ import type { IssuedLaunch, LaunchAnswer, LaunchChecks, ResolvedLaunch } from '.
 import type { ReservedRowFields } from './launch-step';
 import { LaunchSteps } from './launch-steps';
 
+/** Transactions a launch runs when its waits for the server's or the seat's row lock pass the statement bound. */
+const LOCK_WAIT_ATTEMPTS = 3;
+
 /**
  * The end of every launch that no step served: the owner's token (minted here only), the workspace row in one
  * transaction, and the provision job. A launch that ends here without a workspace removes what it made.
  */
-/** Transactions a launch runs when its waits for the server's or the seat's row lock pass the statement bound. */
-const LOCK_WAIT_ATTEMPTS = 3;
-
 @Injectable()
 export class LaunchRecorder {
   constructor(
