@@ -2,7 +2,7 @@ import { ApiError } from '@ws/common';
 import { checkCapacitySettings } from '@ws/servers';
 import type { Image } from '@ws/images';
 import type { Server } from '@ws/servers';
-import { isEligible, isUp, offeredCores, offeredMemory, placementPredicates } from './placement';
+import { byRoom, isEligible, isUp, offeredCores, offeredMemory, placementPredicates } from './placement';
 
 describe('server capacity settings', () => {
   it('placement offers cores and memory times the overcommit factors', () => {
@@ -39,5 +39,23 @@ describe('placement eligibility', () => {
   it('a server marked down is eligible but not up: it keeps its workspaces and gets no new one', () => {
     expect(isEligible(server({ health: 'down' }), image({}), {})).toBe(true);
     expect(isUp(server({ health: 'down' }))).toBe(false);
+  });
+});
+
+describe('placement order', () => {
+  const server = (id: string) => ({ id }) as Server;
+  const room = (cores: number, memory = 1024) => ({ cores, memory });
+
+  it('takes the most free cores, then memory, first', () => {
+    const order = byRoom([{ server: server('a'), room: room(2) }, { server: server('b'), room: room(4) }, { server: server('c'), room: room(4, 2048) }], 0);
+    expect(order.map((s) => s.id)).toEqual(['c', 'b', 'a']);
+  });
+
+  it('deals servers with the same room out in turn by ticket, so launches that read the same allocation split evenly', () => {
+    const tied = [{ server: server('b'), room: room(4) }, { server: server('a'), room: room(4) }, { server: server('z'), room: room(1) }];
+    const firsts = Array.from({ length: 16 }, (_, ticket) => byRoom(tied, ticket)[0].id);
+    expect(firsts.filter((id) => id === 'a')).toHaveLength(8);
+    expect(firsts.filter((id) => id === 'b')).toHaveLength(8);
+    expect(byRoom(tied, 7).map((s) => s.id)).toEqual(['b', 'a', 'z']);
   });
 });

@@ -32,7 +32,7 @@ export const isUp = (s: Pick<Server, 'health'>) => s.health !== 'down';
 export const offeredCores = (s: Pick<Server, 'cores' | 'cpuOvercommit'>) => s.cores * (s.cpuOvercommit ?? 1);
 export const offeredMemory = (s: Pick<Server, 'memory' | 'memoryOvercommit'>) => Math.floor(s.memory * (s.memoryOvercommit ?? 1));
 
-interface Allocated {
+export interface Allocated {
   cores: number;
   memory: number;
 }
@@ -58,7 +58,7 @@ const free = (s: Server, used: Allocated | undefined) => ({
 
 /**
  * Picks an eligible, up server with room for the image, least allocated first (the most free cores, then memory,
- * after overcommit: a larger host takes proportionally more; ties at random), inside the caller's transaction,
+ * after overcommit: a larger host takes proportionally more; ties in turn), inside the caller's transaction,
  * and locks only that server's row (FOR NO KEY UPDATE: rows that merely refer to the server, such as its image
  * inventory, are not held up) until the caller commits the workspace row it inserts: concurrent
  * launches on different servers do not wait for each other, and two launches on one server cannot both take its
@@ -91,14 +91,32 @@ export async function planPlacement(db: EntityManager, image: Image, constraints
   return { image, constraints, candidates: await holdingImage(db, image, candidates) };
 }
 
-/** The servers with room for the image, the most free cores (then memory) first, ties at random; read now. */
+/**
+ * The servers with room for the image, the most free cores (then memory) first, read now. Servers with the same room
+ * are taken in turn: a launch draws a ticket (a sequence, seen by every transaction at once, unlike the workspaces
+ * that launches in flight have not committed yet) and starts the tied group at that ticket. A burst whose launches
+ * all read the same allocation is then dealt out evenly instead of by coin toss (16 at once on two hosts were split
+ * 11/5 at random).
+ */
 async function leastAllocatedFirst(db: EntityManager, servers: Server[], image: Image): Promise<Server[]> {
   const used = await allocatedOn(db, servers.map((s) => s.id));
-  return servers
-    .filter((s) => fits(s, used.get(s.id), image))
-    .map((s) => ({ s, f: free(s, used.get(s.id)), tie: Math.random() }))
-    .sort((a, b) => b.f.cores - a.f.cores || b.f.memory - a.f.memory || a.tie - b.tie)
-    .map((c) => c.s);
+  const [{ ticket }]: Array<{ ticket: string }> = await db.query("SELECT nextval('placement_tickets') AS ticket");
+  return byRoom(servers.filter((s) => fits(s, used.get(s.id), image)).map((s) => ({ server: s, room: free(s, used.get(s.id)) })), Number(ticket));
+}
+
+/** Servers by room, the most free cores then memory first; each group with equal room rotated by `ticket` (ids order it before). */
+export function byRoom(candidates: Array<{ server: Server; room: Allocated }>, ticket: number): Server[] {
+  const sorted = [...candidates].sort((a, b) => b.room.cores - a.room.cores || b.room.memory - a.room.memory || (a.server.id < b.server.id ? -1 : a.server.id > b.server.id ? 1 : 0));
+  const ordered: Server[] = [];
+  for (let start = 0; start < sorted.length; ) {
+    let end = start + 1;
+    while (end < sorted.length && sorted[end].room.cores === sorted[start].room.cores && sorted[end].room.memory === sorted[start].room.memory) end++;
+    const group = sorted.slice(start, end).map((c) => c.server);
+    const turn = ticket % group.length;
+    ordered.push(...group.slice(turn), ...group.slice(0, turn));
+    start = end;
+  }
+  return ordered;
 }
 
 /**
