@@ -38,24 +38,34 @@ describe('browser client: first content', () => {
     const page = await api.raw().get('/');
     expect(page.status).toBe(200);
     expect(page.headers['cache-control']).toBe('no-cache');
-    const app = /<script type="module" src="(\/assets\/[0-9a-f]{16}\/app\.js)"/.exec(page.text)?.[1];
-    expect(app).toBeDefined();
-    const prefix = (app as string).replace(/app\.js$/, '');
-    // The client's modules are preloaded; noVNC's graph is listed for the client to preload, all under the prefix.
-    expect(page.text).toContain(`<link rel="modulepreload" href="${prefix}session.js">`);
-    const viewer = (/<meta name="viewer-modules" content="([^"]+)">/.exec(page.text)?.[1] ?? '').split(' ');
-    expect(viewer[0]).toBe(`${prefix}novnc/core/rfb.js`);
-    expect(viewer.length).toBeGreaterThan(20);
-    expect(viewer.every((href) => href.startsWith(prefix))).toBe(true);
-    for (const href of viewer) expect((await api.raw().head(href)).status).toBe(200);
+    const client = /<script type="module" src="(\/assets\/[0-9a-f]{16}\/)client\.js"/.exec(page.text);
+    expect(client).not.toBeNull();
+    const prefix = (client as RegExpExecArray)[1];
+    // noVNC is one bundle, preloaded by the page and named for the client's import, under the same prefix.
+    expect(page.text).toContain(`<link rel="modulepreload" href="${prefix}viewer.js">`);
+    expect(page.text).toContain(`<meta name="viewer-module" content="${prefix}viewer.js">`);
+    expect(page.text).toContain(`<link rel="stylesheet" href="${prefix}style.css">`);
 
     // Read raw (no client-side decoding): the bytes as they travel.
-    const versioned = await new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }>((resolve, reject) => {
-      get(`${base}${prefix}novnc/core/rfb.js`, { headers: { 'accept-encoding': 'gzip, br' } }, (res) => {
+    const raw = (path: string) => new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }>((resolve, reject) => {
+      get(`${base}${path}`, { headers: { 'accept-encoding': 'gzip, br' } }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) })).on('error', reject);
       }).on('error', reject);
     });
+    const viewer = await raw(`${prefix}viewer.js`);
+    expect(viewer.status).toBe(200);
+    expect(viewer.headers['cache-control']).toBe('public, max-age=31536000, immutable');
+    expect(viewer.headers['content-encoding']).toBe('br');
+    expect(viewer.headers['content-type']).toBe('text/javascript; charset=utf-8');
+    const viewerSource = brotliDecompressSync(viewer.body).toString('utf8');
+    expect(viewerSource).toMatch(/^\/\*! noVNC \d+\.\d+\.\d+, https:\/\/github\.com\/novnc\/noVNC, MPL-2\.0/);
+    expect(viewerSource).not.toMatch(/\bfrom\s*["']\.{1,2}\//); // no import left for the browser to discover
+    expect((await api.raw().head(`${prefix}client.js`)).status).toBe(200);
+    // The bundles exist only under the prefix; the sources stay at their plain paths.
+    expect((await api.raw().get('/viewer.js')).status).toBe(404);
+
+    const versioned = await raw(`${prefix}novnc/core/rfb.js`);
     expect(versioned.status).toBe(200);
     expect(versioned.headers['cache-control']).toBe('public, max-age=31536000, immutable');
     expect(versioned.headers['content-encoding']).toBe('br');

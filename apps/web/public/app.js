@@ -17,8 +17,9 @@ const START_WAIT_MAX_MS = 180_000;
 const MAX_START_POLLS = 400;
 const MAX_STREAM_RETRIES = 3;
 const LINK_STORAGE_PREFIX = 'workspace-server.link.';
-// Relative to this module: the page loads it from a versioned path, and noVNC with it (index.html preloads both).
-const NOVNC = './novnc/core/rfb.js';
+// noVNC: the bundle the page names (and preloads) in <meta name="viewer-module">; without one, its modules,
+// relative to this module.
+const NOVNC = document.querySelector('meta[name="viewer-module"]')?.content || new URL('./novnc/core/rfb.js', import.meta.url).href;
 
 /** What the current route owns: aborted/closed when the route changes. */
 let current = null;
@@ -222,7 +223,6 @@ async function startSession(mine, info, flags, viewer) {
  * example net::ERR_NETWORK_CHANGED while the module graph loads) is retried a few times.
  */
 async function loadRfb(signal) {
-  preloadViewer();
   for (let attempt = 0; ; attempt++) {
     try {
       const module = await import(NOVNC);
@@ -233,17 +233,6 @@ async function loadRfb(signal) {
       await sleep(300 * 2 ** attempt, signal);
     }
   }
-}
-
-/**
- * Asks for every module of noVNC at once (the page names them in <meta name="viewer-modules">), instead of one
- * import level at a time as the browser discovers them. Once per page.
- */
-function preloadViewer() {
-  const list = document.querySelector('meta[name="viewer-modules"]');
-  if (!list || list.dataset.loaded) return;
-  list.dataset.loaded = '1';
-  for (const href of list.content.split(' ').filter(Boolean)) document.head.append(h('link', { rel: 'modulepreload', href }));
 }
 
 function showDisconnected({ reason, detail }) {

@@ -1,42 +1,38 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
-import { negotiateEncoding, staticImports, WebAsset, WebAssets } from './web-assets';
+import { negotiateEncoding, WebAsset, WebAssets } from './web-assets';
+import { bundleModule } from './web-bundles';
 
 describe('web assets', () => {
-  it('finds the relative static imports and re-exports of a module, not bare or dynamic ones', () => {
-    const source = [
-      "import * as Log from './util/logging.js';",
-      "import Websock from \"./websock.js\";",
-      "import { a, b as c } from '../x/y.js';",
-      "import './side-effect.js';",
-      "export { default as z } from './z.js';",
-      "export * from './all.js';",
-      "import fs from 'node:fs';",
-      "const later = import('./dynamic.js');",
-      "const s = 'import x from ./nope.js';",
-    ].join('\n');
-    expect(staticImports(source)).toEqual(['./util/logging.js', './websock.js', '../x/y.js', './side-effect.js', './z.js', './all.js']);
+  it('versions the set of files, read and made, by content, and refuses two files of one name', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'web-assets-'));
+    writeFileSync(join(dir, 'app.js'), "import './ui.js';");
+    writeFileSync(join(dir, 'ui.js'), '');
+    const sources = (): Array<[string, string]> => [['app.js', join(dir, 'app.js')], ['ui.js', join(dir, 'ui.js')]];
+    const made = (text: string): Array<[string, Buffer]> => [['client.js', Buffer.from(text)]];
+    const assets = new WebAssets(sources(), made('bundle'));
+    expect([...assets.files.keys()]).toEqual(['app.js', 'client.js', 'ui.js']);
+    expect(new WebAssets(sources(), made('bundle')).version).toBe(assets.version);
+    expect(new WebAssets(sources(), made('another bundle')).version).not.toBe(assets.version);
+    writeFileSync(join(dir, 'ui.js'), '// changed');
+    expect(new WebAssets(sources(), made('bundle')).version).not.toBe(assets.version);
+    expect(() => new WebAssets(sources(), [['ui.js', Buffer.from('')]])).toThrow(/two browser client files are named ui.js/);
+    rmSync(dir, { recursive: true, force: true });
   });
 
-  it('lists a module graph from its entry, each module once, and versions the set by content', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'web-assets-'));
-    const files: Record<string, string> = {
-      'novnc/core/rfb.js': "import './util/a.js';\nimport '../vendor/b.js';",
-      'novnc/core/util/a.js': "import '../../vendor/b.js';",
-      'novnc/vendor/b.js': "import './missing.js';",
-      'app.js': "import './ui.js';",
-      'ui.js': '',
-    };
-    for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name.replace(/\//g, '_')), text);
-    const sources = () => Object.keys(files).map((name): [string, string] => [name, join(dir, name.replace(/\//g, '_'))]);
-    const assets = new WebAssets(sources());
-    expect(assets.moduleGraph('novnc/core/rfb.js')).toEqual(['novnc/core/rfb.js', 'novnc/core/util/a.js', 'novnc/vendor/b.js']);
-    expect(assets.moduleGraph('app.js')).toEqual(['app.js', 'ui.js']);
-    expect(new WebAssets(sources()).version).toBe(assets.version);
-    writeFileSync(join(dir, 'ui.js'), '// changed');
-    expect(new WebAssets(sources()).version).not.toBe(assets.version);
+  it('bundles a module and its static imports into one minified ES module, leaving a computed dynamic import alone', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'web-bundle-'));
+    writeFileSync(join(dir, 'entry.js'), "import { greet } from './lib/greet.js';\nconst later = document.body.dataset.url;\nexport default greet('world');\nexport const load = () => import(later);\n");
+    mkdirSync(join(dir, 'lib'));
+    writeFileSync(join(dir, 'lib', 'greet.js'), 'export function greet(name) {\n  return `hello ${name}`;\n}\n');
+    const bundle = bundleModule(join(dir, 'entry.js'), '/* banner */').toString('utf8');
+    expect(bundle.startsWith('/* banner */')).toBe(true);
+    expect(bundle).toContain('hello ');
+    expect(bundle).not.toMatch(/from\s*["']\.\/lib/);
+    expect(bundle).toMatch(/import\(\w+\)/);
+    expect(bundle).toMatch(/export\s*\{/);
     rmSync(dir, { recursive: true, force: true });
   });
 

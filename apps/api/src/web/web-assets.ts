@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { extname, posix } from 'node:path';
+import { extname } from 'node:path';
 import { promisify } from 'node:util';
 import { brotliCompress, constants as zlibConstants, gzip } from 'node:zlib';
 
@@ -73,46 +73,24 @@ export function negotiateEncoding(acceptEncoding: string | undefined, asset: Web
 }
 
 /**
- * The files of the browser client, read once: name (relative url path, e.g. `app.js`, `novnc/core/rfb.js`) →
- * asset, and a version: a digest of every name and content, which names the immutable url prefix. A change to
- * any file (an upgrade) gives a new prefix, so a browser never mixes modules of two versions.
+ * The files of the browser client, read once, and files made from them (the bundles): name (relative url path,
+ * e.g. `app.js`, `novnc/core/rfb.js`, `client.js`) → asset, and a version: a digest of every name and content,
+ * which names the immutable url prefix. A change to any file (an upgrade) gives a new prefix, so a browser never
+ * mixes files of two versions.
  */
 export class WebAssets {
   readonly files = new Map<string, WebAsset>();
   readonly version: string;
 
-  constructor(sources: Iterable<[name: string, path: string]>) {
+  constructor(sources: Iterable<[name: string, path: string]>, made: Iterable<[name: string, body: Buffer]> = []) {
+    const all: Array<[string, Buffer]> = [...[...sources].map(([name, path]): [string, Buffer] => [name, readFileSync(path)]), ...made];
     const digest = createHash('sha256');
-    for (const [name, path] of [...sources].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-      const asset = new WebAsset(readFileSync(path), name);
+    for (const [name, body] of all.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      if (this.files.has(name)) throw new Error(`two browser client files are named ${name}`);
+      const asset = new WebAsset(body, name);
       this.files.set(name, asset);
       digest.update(name).update('\0').update(asset.etag).update('\0');
     }
     this.version = digest.digest('hex').slice(0, 16);
   }
-
-  /**
-   * The ES modules `entry` needs, itself first, then what it imports statically (relative specifiers, depth
-   * first, each once): the list a page preloads so the browser fetches the whole graph at once instead of
-   * discovering it one level at a time.
-   */
-  moduleGraph(entry: string): string[] {
-    const seen = new Set<string>();
-    const visit = (name: string) => {
-      const asset = this.files.get(name);
-      if (seen.has(name) || !asset) return;
-      seen.add(name);
-      for (const specifier of staticImports(asset.body.toString('utf8'))) visit(posix.normalize(posix.join(posix.dirname(name), specifier)));
-    };
-    visit(entry);
-    return [...seen];
-  }
-}
-
-/** Relative specifiers of a module's static imports and re-exports (`import … from './x.js'`, `import './x.js'`, `export … from`). */
-export function staticImports(source: string): string[] {
-  const found: string[] = [];
-  const pattern = /(?:^|[;}\s])(?:import|export)\s*(?:[\w*${}\s,]*?\s*from\s*)?(['"])(\.{1,2}\/[^'"\n]+)\1/g;
-  for (let match = pattern.exec(source); match; match = pattern.exec(source)) found.push(match[2]);
-  return found;
 }

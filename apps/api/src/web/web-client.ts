@@ -3,6 +3,7 @@ import { stat } from 'node:fs/promises';
 import { dirname, extname, join, resolve, sep } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { CONTENT_TYPES, negotiateEncoding, WebAsset, WebAssets } from './web-assets';
+import { bundleModule, CLIENT_BUNDLE, VIEWER_BUNDLE } from './web-bundles';
 
 /**
  * The browser client: `apps/web/public` at `/` (the single page; `GET /` answers `index.html`) and noVNC's
@@ -16,11 +17,12 @@ import { CONTENT_TYPES, negotiateEncoding, WebAsset, WebAssets } from './web-ass
  *
  * Every file is served twice: at its plain path, revalidated on every use (`no-cache`, a content ETag), and under
  * `/assets/<version>/`, where `<version>` is a digest of all the files: cached for good (`immutable`), since a
- * change to any file gives another prefix. The page (never cached: it names the current prefix) loads its
- * script and style from the prefix and lists every module the connect flow needs (the client's as `modulepreload`,
- * noVNC's for the client to preload), so the browser fetches each graph at once instead of discovering it one
- * import level at a time. Text files go out brotli- or gzip-compressed when the browser
- * accepts it (each compressed once, on first use, and kept).
+ * change to any file gives another prefix. Under the prefix there are also the two bundles made at start
+ * (web-bundles.ts): `client.js`, the page's script and its imports, and `viewer.js`, noVNC. The page (never cached:
+ * it names the current prefix) loads `client.js` and its style from the prefix, preloads `viewer.js` beside it and
+ * names it in `<meta name="viewer-module">` for the client's dynamic import: a fresh browser fetches three files,
+ * all at once. Text files go out brotli- or gzip-compressed when the browser accepts it (each compressed once, on
+ * first use, and kept).
  *
  * Call it on the adapter's fastify instance before the application is initialised (fastify refuses new
  * routes once it is ready): `await registerWebClient(adapter.getInstance())` in createApi. Files changed on disk
@@ -44,7 +46,11 @@ export async function registerWebClient(fastify: FastifyInstance, options: { cap
   for (const file of listFiles(novncDir)) {
     if ((file.startsWith('core/') || file.startsWith('vendor/')) && (file.endsWith('.js') || file.endsWith('.wasm'))) sources.push([`${NOVNC_PREFIX}${file}`, join(novncDir, file)]);
   }
-  const assets = new WebAssets(sources);
+  const novncVersion = (JSON.parse(readFileSync(join(novncDir, 'package.json'), 'utf8')) as { version: string }).version;
+  const assets = new WebAssets(sources, [
+    [CLIENT_BUNDLE, bundleModule(join(publicDir, CLIENT_ENTRY), `/* workspace-server browser client; sources at /${CLIENT_ENTRY} and its imports */`)],
+    [VIEWER_BUNDLE, bundleModule(join(novncDir, 'core', 'rfb.js'), `/*! noVNC ${novncVersion}, https://github.com/novnc/noVNC, MPL-2.0; sources at /${VIEWER_MODULE} and its imports */`)],
+  ]);
   const prefix = `/assets/${assets.version}/`;
   const page = new WebAsset(Buffer.from(renderPage(readFileSync(join(publicDir, 'index.html'), 'utf8'), assets, prefix)), 'index.html');
 
@@ -52,28 +58,33 @@ export async function registerWebClient(fastify: FastifyInstance, options: { cap
     fastify.route({ method: ['GET', 'HEAD'], url, handler: (request, reply) => sendAsset(request, reply, page, 'no-cache', csp) });
   }
   for (const [name, asset] of assets.files) {
-    fastify.route({ method: ['GET', 'HEAD'], url: `/${name}`, handler: (request, reply) => sendAsset(request, reply, asset, 'no-cache', csp) });
+    if (name !== CLIENT_BUNDLE && name !== VIEWER_BUNDLE) {
+      fastify.route({ method: ['GET', 'HEAD'], url: `/${name}`, handler: (request, reply) => sendAsset(request, reply, asset, 'no-cache', csp) });
+    }
     fastify.route({ method: ['GET', 'HEAD'], url: `${prefix}${name}`, handler: (request, reply) => sendAsset(request, reply, asset, IMMUTABLE, csp) });
   }
 }
 
 const NOVNC_PREFIX = 'novnc/';
-/** The module app.js imports on a connect link (by this path, relative to itself). */
+/** noVNC's entry, whose graph is the viewer bundle (and what app.js imports, unbundled). */
 const VIEWER_MODULE = `${NOVNC_PREFIX}core/rfb.js`;
+/** The page's script, whose graph is the client bundle. */
+const CLIENT_ENTRY = 'app.js';
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 
 /**
- * index.html with its own references (`href="/style.css"`, `src="/app.js"`) moved under the versioned prefix, a
- * `modulepreload` before `</head>` for every module of the client's graph, and noVNC's graph named in
- * `<meta name="viewer-modules">`: the client preloads those itself once its first call is on its way (a browser
- * opens six connections to a host; the call must not wait behind forty modules).
+ * index.html with its own references (`href="/style.css"`, `src="/app.js"`) moved under the versioned prefix, its
+ * script replaced by the client bundle, and, before `</head>`, the viewer bundle preloaded and named in
+ * `<meta name="viewer-module">` (one file, so its fetch does not hold up the client's first call for a connection).
  */
 function renderPage(html: string, assets: WebAssets, prefix: string): string {
-  const versioned = html.replace(/\b(href|src)="\/([^"]+)"/g, (whole, attribute: string, name: string) => (assets.files.has(name) ? `${attribute}="${prefix}${name}"` : whole));
-  const entries = [...html.matchAll(/<script type="module" src="\/([^"]+)"/g)].map((m) => m[1]);
-  const preloads = entries.flatMap((entry) => assets.moduleGraph(entry).slice(1)).map((name) => `  <link rel="modulepreload" href="${prefix}${name}">\n`).join('');
-  const viewer = `  <meta name="viewer-modules" content="${assets.moduleGraph(VIEWER_MODULE).map((name) => `${prefix}${name}`).join(' ')}">\n`;
-  return versioned.replace('</head>', `${preloads}${viewer}</head>`);
+  const versioned = html.replace(/\b(href|src)="\/([^"]+)"/g, (whole, attribute: string, name: string) => {
+    if (name === CLIENT_ENTRY) return `${attribute}="${prefix}${CLIENT_BUNDLE}"`;
+    return assets.files.has(name) ? `${attribute}="${prefix}${name}"` : whole;
+  });
+  if (!versioned.includes(`src="${prefix}${CLIENT_BUNDLE}"`)) throw new Error(`index.html does not load /${CLIENT_ENTRY}`);
+  const viewer = `${prefix}${VIEWER_BUNDLE}`;
+  return versioned.replace('</head>', `  <link rel="modulepreload" href="${viewer}">\n  <meta name="viewer-module" content="${viewer}">\n</head>`);
 }
 
 async function sendAsset(request: FastifyRequest, reply: FastifyReply, asset: WebAsset, cacheControl: string, csp: string): Promise<void> {
