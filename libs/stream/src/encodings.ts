@@ -67,6 +67,14 @@ const PROXY_PSEUDO: ReadonlySet<number> = new Set([
   Encoding.ExtendedDesktopSize, // u8 screens, 3 pad, 16 per screen
 ]);
 
+/**
+ * Pseudo-encodings that announce a message type rather than a rect, whose messages the proxy follows in both
+ * directions (rfb-parser.ts): Fence and ContinuousUpdates. With them a server that has them (TigerVNC's Xvnc) sends
+ * updates as they happen instead of one per request, paced by its own congestion control, which measures the round
+ * trip with fences.
+ */
+const PROXY_MESSAGES: ReadonlySet<number> = new Set([Encoding.Fence, Encoding.ContinuousUpdates]);
+
 function isHint(encoding: number): boolean {
   return (
     (encoding >= -32 && encoding <= -23) || // JPEG quality level 0..9
@@ -78,10 +86,10 @@ function isHint(encoding: number): boolean {
 
 /**
  * True when the proxy can follow this encoding in the server→client stream: Raw, CopyRect, Tight (lengths
- * parsed, nothing decoded), ZRLE, the sized pseudo-encodings above and the quality/compression hints.
- * Everything else (Hextile, RRE, Zlib, TightPNG, H.264, Fence, ContinuousUpdates, ExtendedClipboard,
- * ExtendedMouseButtons, xvp, VMware cursor...) changes the stream in ways the proxy cannot size.
+ * parsed, nothing decoded), ZRLE, the sized pseudo-encodings above, the messages it follows (Fence,
+ * ContinuousUpdates) and the quality/compression hints. Everything else (Hextile, RRE, Zlib, TightPNG, H.264,
+ * ExtendedClipboard, ExtendedMouseButtons, xvp, VMware cursor...) changes the stream in ways the proxy cannot size.
  */
 export function proxySupportsEncoding(encoding: number): boolean {
-  return encoding === Encoding.Raw || PIXEL_ENCODINGS.has(encoding) || PROXY_PSEUDO.has(encoding) || isHint(encoding);
+  return encoding === Encoding.Raw || PIXEL_ENCODINGS.has(encoding) || PROXY_PSEUDO.has(encoding) || PROXY_MESSAGES.has(encoding) || isHint(encoding);
 }

@@ -9,7 +9,7 @@ export { RGBX32, compactPixelSize, encodePixelFormat, isValidBpp, parsePixelForm
 export type { PixelFormat } from './pixel-format';
 export { ReadBufferPool } from './read-buffer-pool';
 export { authenticateToServer, greetBrowser } from './rfb-handshake';
-export { TightFilter, readColourMapHeader, readCutTextHeader, readDesktopName, readRectHeader, readServerInit, readTightData, readTightHead, readUpdateHeader, ServerMessage } from './rfb-messages';
+export { ClientMessage, TightFilter, readColourMapHeader, readCutTextHeader, readDesktopName, readFence, readRectHeader, readServerInit, readTightData, readTightHead, readUpdateHeader, ServerMessage } from './rfb-messages';
 export { DEFAULT_MAX_PIXELS, RfbClient } from './rfb-client';
 export type { RfbFrame } from './rfb-client';
 export { RfbSession, RfbSessionRegistry } from './rfb-proxy';

@@ -17,7 +17,11 @@ const EXTENDED_CUT_TEXT = 0x80000000;
 /** Tight data shorter than this is sent as is, without zlib (Tight spec). */
 const TIGHT_MIN_TO_COMPRESS = 12;
 
-export const ServerMessage = { FramebufferUpdate: 0, SetColourMapEntries: 1, Bell: 2, ServerCutText: 3 } as const;
+export const ServerMessage = { FramebufferUpdate: 0, SetColourMapEntries: 1, Bell: 2, ServerCutText: 3, EndOfContinuousUpdates: 150, Fence: 248 } as const;
+/** Client message types beyond RFC 6143's core that the gateway follows (the community registry's numbers). */
+export const ClientMessage = { EnableContinuousUpdates: 150, Fence: 248 } as const;
+/** The most a Fence may carry (the registry's limit). */
+const MAX_FENCE_PAYLOAD = 64;
 
 type Reader<T> = Generator<Need, T, Buffer | undefined>;
 
@@ -101,6 +105,17 @@ export function* readCutTextHeader(): Reader<{ bytes: number; extended: boolean;
   const raw = yield* read(7); // 3 padding, u32 length
   const length = raw.readUInt32BE(3);
   return length >= EXTENDED_CUT_TEXT ? { bytes: 0x100000000 - length, extended: true, raw } : { bytes: length, extended: false, raw };
+}
+
+/**
+ * A Fence message (either direction) after its type byte: 3 padding, u32 flags, u8 length, payload (≤ 64 bytes),
+ * read whole. A fence orders the stream around it; whoever relays it in order keeps its meaning.
+ */
+export function* readFence(): Reader<Buffer> {
+  const head = yield* read(8);
+  const length = head[7];
+  if (length > MAX_FENCE_PAYLOAD) throw protocolError(`fence with a ${length}-byte payload (at most ${MAX_FENCE_PAYLOAD})`);
+  return length === 0 ? head : Buffer.concat([head, yield* read(length)]);
 }
 
 /** The DesktopName pseudo-encoding's payload; `bytes` is its size on the wire. */

@@ -101,7 +101,7 @@ const NOVNC_ENCODINGS = [
 ];
 const KEPT = [
   Encoding.CopyRect, Encoding.Tight, Encoding.ZRLE, Encoding.Raw, -26, -254, Encoding.DesktopSize, Encoding.LastRect, Encoding.QemuExtendedKeyEvent,
-  Encoding.QemuLedState, Encoding.ExtendedDesktopSize, Encoding.DesktopName, Encoding.Cursor,
+  Encoding.QemuLedState, Encoding.ExtendedDesktopSize, Encoding.Fence, Encoding.ContinuousUpdates, Encoding.DesktopName, Encoding.Cursor,
 ];
 
 describe('RfbProtocolTracker handshake', () => {
@@ -278,10 +278,40 @@ describe('RfbProtocolTracker client → server', () => {
   it('closes on an unknown client message type', () => {
     const h = harness(false);
     handshake38(h);
-    feedClient(h, u8(150, 1, 0, 0, 0, 0, 0, 0, 0, 0)); // EnableContinuousUpdates was never negotiated
+    feedClient(h, u8(149, 1, 0, 0, 0, 0, 0, 0, 0, 0));
     expect(h.errors).toHaveLength(1);
     expect(h.errors[0]).toMatchObject({ direction: 'client' });
-    expect(h.errors[0].error.message).toContain('unknown client message type 150');
+    expect(h.errors[0].error.message).toContain('unknown client message type 149');
+  });
+
+  it('forwards EnableContinuousUpdates and fences once negotiated, from a view-only joiner too (they are not input)', () => {
+    for (const viewOnly of [false, true]) {
+      for (const seed of [1, 2, 3]) {
+        const h = harness(viewOnly);
+        handshake38(h);
+        const fence = cm.fence(0x80000001, Buffer.from('ping'));
+        const msgs = cat(cm.setEncodings([Encoding.Tight, Encoding.Fence, Encoding.ContinuousUpdates]), cm.enableContinuousUpdates(true, 640, 400), fence, cm.updateRequest(true, 640, 400));
+        feedClient(h, msgs, (b) => randomChunks(b, seed, 5));
+        expect(h.errors).toEqual([]);
+        expect(h.server().equals(msgs)).toBe(true);
+        expect(h.inputs).toEqual([]);
+      }
+    }
+  });
+
+  it('refuses EnableContinuousUpdates and fences that were not negotiated, and a fence longer than 64 bytes', () => {
+    const cases: Array<[Buffer, string]> = [
+      [cm.enableContinuousUpdates(true, 640, 400), 'continuous updates were not negotiated'],
+      [cm.fence(1), 'fences were not negotiated'],
+      [cat(cm.setEncodings([Encoding.Fence]), cm.fence(1, Buffer.alloc(65))), '65-byte payload'],
+    ];
+    for (const [data, message] of cases) {
+      const h = harness(false);
+      handshake38(h);
+      feedClient(h, data);
+      expect(h.errors).toHaveLength(1);
+      expect(h.errors[0].error.message).toContain(message);
+    }
   });
 });
 
@@ -368,6 +398,27 @@ describe('RfbProtocolTracker server → client', () => {
     feedServer(h, update([rects.tightFill(0, 0, 10, 10, 4)]));
     expect(h.errors).toEqual([]);
     expect(h.rects[0].bytes).toBe(12 + 1 + 4);
+  });
+
+  it('follows EndOfContinuousUpdates and fences between updates, whatever the fragmentation', () => {
+    const data = cat(sm.endOfContinuousUpdates(), update([rects.raw(0, 0, 4, 4)]), sm.fence(0x80000002, Buffer.from('abc')), sm.fence(0), update([rects.raw(4, 4, 4, 4)]));
+    for (const seed of [1, 2, 3]) {
+      const h = streamingHarness();
+      feedServer(h, data, (b) => randomChunks(b, seed, 6));
+      expect(h.errors).toEqual([]);
+      expect(h.client().equals(data)).toBe(true);
+      expect(h.updates).toHaveLength(2);
+      expect(h.serverMessages).toEqual(['end_of_continuous_updates', 'fence', 'fence']);
+    }
+  });
+
+  it('refuses EndOfContinuousUpdates and fences from a server when the browser did not ask for them', () => {
+    for (const [data, message] of [[sm.endOfContinuousUpdates(), 'continuous updates were not negotiated'], [sm.fence(0), 'fences were not negotiated']] as const) {
+      const h = streamingHarness(RGBX32, [Encoding.Raw, Encoding.Tight]);
+      feedServer(h, data);
+      expect(h.errors).toHaveLength(1);
+      expect(h.errors[0].error.message).toContain(message);
+    }
   });
 
   it('rejects an encoding that was never negotiated (e.g. Hextile)', () => {

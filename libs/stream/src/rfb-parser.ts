@@ -34,6 +34,8 @@ import {
   protocolError,
   readColourMapHeader,
   readCutTextHeader,
+  readFence,
+  ClientMessage,
   readDesktopName,
   readReasonString,
   readRectHeader,
@@ -44,7 +46,7 @@ import {
 } from './rfb-messages';
 
 export type InputKind = 'key' | 'pointer' | 'clipboard' | 'resize';
-export type ServerMessageKind = 'colourmap' | 'bell' | 'cuttext';
+export type ServerMessageKind = 'colourmap' | 'bell' | 'cuttext' | 'end_of_continuous_updates' | 'fence';
 
 export interface UpdateRequestInfo {
   incremental: boolean;
@@ -343,6 +345,18 @@ export class RfbProtocolTracker {
           this.events.onServerMessage?.('cuttext', 8 + bytes, !filtered);
           break;
         }
+        // The server's answer to a client that asked for continuous updates (it sends updates without requests
+        // from then on), and fences (ordering marks its congestion control measures the path with).
+        case ServerMessage.EndOfContinuousUpdates:
+          if (!s.everNegotiated.has(Encoding.ContinuousUpdates)) throw protocolError('EndOfContinuousUpdates, but continuous updates were not negotiated');
+          this.events.onServerMessage?.('end_of_continuous_updates', 1, true);
+          break;
+        case ServerMessage.Fence: {
+          if (!s.everNegotiated.has(Encoding.Fence)) throw protocolError('Fence, but fences were not negotiated');
+          const fence = yield* readFence();
+          this.events.onServerMessage?.('fence', 1 + fence.length, true);
+          break;
+        }
         default:
           throw protocolError(`unknown server message type ${type}`);
       }
@@ -567,6 +581,17 @@ export class RfbProtocolTracker {
           const head = yield* read(7);
           const screens = yield* read(16 * head[5]);
           this.input('resize', [type, head, screens]);
+          break;
+        }
+        case ClientMessage.EnableContinuousUpdates: {
+          // u8 enable, u16 x, y, width, height: how this browser wants its updates (not input: a joiner sends it too).
+          if (!s.everNegotiated.has(Encoding.ContinuousUpdates)) throw protocolError('EnableContinuousUpdates, but continuous updates were not negotiated');
+          this.options.toServer(Buffer.concat([type, yield* read(9)]));
+          break;
+        }
+        case ClientMessage.Fence: {
+          if (!s.everNegotiated.has(Encoding.Fence)) throw protocolError('Fence, but fences were not negotiated');
+          this.options.toServer(Buffer.concat([type, yield* readFence()]));
           break;
         }
         case 255: {

@@ -122,6 +122,8 @@ export const serverMessages = {
     const t = Buffer.from(text, 'latin1');
     return cat(u8(3, 0, 0, 0), u32(t.length), t);
   },
+  endOfContinuousUpdates: () => u8(150),
+  fence: (flags: number, payload: Buffer = Buffer.alloc(0)) => cat(u8(248, 0, 0, 0), u32(flags), u8(payload.length), payload),
 };
 
 export const clientMessages = {
@@ -135,5 +137,7 @@ export const clientMessages = {
     return cat(u8(6, 0, 0, 0), u32(t.length), t);
   },
   qemuKey: (down: boolean, keysym: number, keycode: number) => cat(u8(255, 0), u16(down ? 1 : 0), u32(keysym), u32(keycode)),
+  enableContinuousUpdates: (enable: boolean, w: number, h: number) => cat(u8(150, enable ? 1 : 0), u16(0), u16(0), u16(w), u16(h)),
+  fence: (flags: number, payload: Buffer = Buffer.alloc(0)) => cat(u8(248, 0, 0, 0), u32(flags), u8(payload.length), payload),
   setDesktopSize: (w: number, h: number, screens: number) => cat(u8(251, 0), u16(w), u16(h), u8(screens, 0), filler(16 * screens)),
 };

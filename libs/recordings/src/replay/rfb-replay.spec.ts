@@ -305,6 +305,15 @@ describe('RfbReplayDecoder', () => {
       expect(decoder.cursor).toBeUndefined();
     });
 
+    it('passes over continuous updates\' end and fences between updates (a browser on Xvnc asks for them)', () => {
+      const first = picture(4, 4, pf, busy(1));
+      const second = picture(4, 4, pf, busy(2));
+      const fence = (payload: Buffer) => cat(u8(248, 0, 0, 0), u32(0x80000002), u8(payload.length), payload);
+      const decoder = decoderWith(4, 4, pf, cat(u8(150), update([rawRect(first, pf)]), fence(Buffer.from('xyz')), fence(Buffer.alloc(0)), update([rawRect(second, pf)])));
+      expect(region(decoder, 0, 0, 4, 4)).toEqual(expectedRgba(second, pf));
+      expect(() => decoderWith(4, 4, pf, fence(Buffer.alloc(65)))).toThrow(ReplayDecodeError);
+    });
+
     it('switches pixel format at the next server message after a SetPixelFormat', () => {
       const small = picture(4, 4, FORMATS.rgb565, busy(2));
       const decoder = decoderWith(4, 4, pf);

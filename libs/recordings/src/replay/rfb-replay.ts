@@ -18,6 +18,7 @@ import {
   ParserGenerator,
   PixelFormat,
   ServerMessage,
+  readFence,
   StreamFeeder,
   TightFilter,
   parsePixelFormat,
@@ -242,6 +243,12 @@ export class RfbReplayDecoder {
           yield* skip(bytes); // streamed past, never buffered
           break;
         }
+        // Continuous updates and fences (a browser on TigerVNC's Xvnc asks for them): nothing to draw.
+        case ServerMessage.EndOfContinuousUpdates:
+          break;
+        case ServerMessage.Fence:
+          yield* readFence();
+          break;
         default:
           throw decodeError(`unknown server message type ${type}`);
       }
