@@ -3,7 +3,7 @@
  * `workspace_url` opened in headless Chromium at once (the page waits until the workspace runs, then streams it
  * through the gateway with noVNC), until its canvas shows the xterm, not just the background. Baseline, in the
  * same run and interleaved: a bare `docker run` of the same image with the same limits, and a direct RFB client
- * that connects as soon as x11vnc answers and applies updates until the xterm is in its framebuffer.
+ * that connects as soon as the VNC server answers and applies updates until the xterm is in its framebuffer.
  *
  * Launch variants are a list (`VARIANTS`): `on demand` (a fresh container) and `staged` (a desktop of a staging
  * pool claimed by the request). Every measurement, ours and the baseline's, starts on a quiet host: the pool
@@ -124,7 +124,7 @@ function docker(...args: string[]): string {
   return execFileSync('docker', args, { encoding: 'utf8' }).trim();
 }
 
-/** Baseline: bare docker run, then a direct RFB client from the moment x11vnc answers until the xterm is drawn. */
+/** Baseline: bare docker run, then a direct RFB client from the moment the VNC server answers until the xterm is drawn. */
 async function bareFirstWindow(image: string): Promise<number> {
   const password = randomSecret(8).slice(0, 8);
   const start = performance.now();

@@ -1,7 +1,7 @@
 /**
  * Issue 4 benchmark: VNC streams read three ways in one run: straight from the server's port (baseline),
  * through our stream gateway (the api, as a process of its own), and through Debian's websockify.
- *  1. The reference desktop's x11vnc: what a user gets. Its update loop sets the pace, so both proxies are
+ *  1. The reference desktop's VNC server (Xvnc): what a user gets. Its update loop sets the pace, so both proxies are
  *     measured against the same ceiling.
  *  2. A synthetic RFB server that answers every request at once from memory (synthetic-rfb-server.ts): the
  *     proxy is the limit, so this is each proxy's own throughput and added latency. The gateway reaches it
@@ -153,12 +153,12 @@ async function main(): Promise<void> {
     const websockify = startWebsockify(websockifyPort, workspace.port);
     children.push(websockify);
     await listening(websockifyPort);
-    await compare(client, 'VNC stream of the reference desktop (x11vnc)', desktopPid, [
+    await compare(client, 'VNC stream of the reference desktop (Xvnc)', desktopPid, [
       ['direct TCP (baseline)', { kind: 'tcp', host: '127.0.0.1', port: workspace.port }, workspace.token, undefined],
       ['stream gateway', { kind: 'ws', url: gatewayUrl, headers: gatewayHeaders }, undefined, api.pid, recording(false)],
       ['websockify', { kind: 'ws', url: `ws://127.0.0.1:${websockifyPort}/`, protocols: ['binary'] }, workspace.token, websockify.pid],
       [RECORDED, { kind: 'ws', url: gatewayUrl, headers: gatewayHeaders }, undefined, api.pid, recording(true)],
-    ], ROUNDS, THROUGHPUT_ROUNDS, "x11vnc's update loop paces both proxies, so they tie");
+    ], ROUNDS, THROUGHPUT_ROUNDS, "the VNC server's update pacing sets both proxies' pace, so they tie");
 
     const syntheticPort = await freePort();
     const synthetic = fork(join(__dirname, 'synthetic-rfb-server.js'), [String(syntheticPort)], { stdio: 'inherit' });

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the reference browser image the same way as the desktop (scripts/lib/debootstrap-image.sh): the
-# desktop's recipe (images/desktop: Xvfb, openbox, x11vnc) plus images/browser (Debian's chromium, run as a
+# desktop's recipe (images/desktop: Xvnc, openbox, xterm) plus images/browser (Debian's chromium, run as a
 # kiosk that opens WORKSPACE_URL; `workspace-browser-open` points it at another URL: the image's go command).
 #   -> docker import as workspace-server/browser:<12 hex of sha256(both recipes + these scripts)>
 #

@@ -1,6 +1,6 @@
 /**
- * The recording decoder on what a real VNC server sends: x11vnc in the reference desktop image (WS_TEST_DESKTOP_IMAGE,
- * published on 127.0.0.1). A hand-made RFB client records the server's bytes from ServerInit on, with timing, in
+ * The recording decoder on what a real VNC server sends: each VNC server of the reference desktop image
+ * (WS_TEST_DESKTOP_IMAGE, published on 127.0.0.1): Xvnc, the default, and x11vnc, which an image may still choose. A hand-made RFB client records the server's bytes from ServerInit on, with timing, in
  * the capture format while the screen changes; the capture is then replayed by RfbReplayDecoder and its last
  * framebuffer compared with a fresh Raw-only capture (RfbClient) of the same screen, and converted to WebM.
  * Two captures: one preferring Tight (with a JPEG quality hint) in 32 bpp little-endian RGBX, one preferring
@@ -251,7 +251,7 @@ async function playInChromium(path: string, x: number, y: number): Promise<{ wid
   }
 }
 
-describe('recording decoder against x11vnc', () => {
+describe.each(['xvnc', 'x11vnc'])('recording decoder against %s', (vncServer) => {
   let containerId = '';
   let port = 0;
   let workDir = '';
@@ -264,7 +264,7 @@ describe('recording decoder against x11vnc', () => {
       image: { name: image, xRes: WIDTH, yRes: HEIGHT, attributes: [{ category: 'port_map', name: 'vnc', value: '5900/tcp' }] },
       server: { publishHost: '127.0.0.1' },
       deploymentId,
-      environment: {},
+      environment: { WS_VNC_SERVER: vncServer },
     });
     containerId = (await host.createWorkspaceContainer(spec)).containerId;
     await host.start(containerId);
@@ -325,7 +325,7 @@ describe('recording decoder against x11vnc', () => {
     } finally {
       await reference.close();
     }
-    // Pixel-exact except where x11vnc draws the pointer into a Raw-only client's frame (the recording client took
+    // Pixel-exact except where the server draws the pointer into a Raw-only client's frame (the recording client took
     // the pointer shape as a Cursor pseudo-rect): the differing pixels must fit one cursor-sized box. With JPEG
     // rects in the capture, channels may differ by a JPEG-sized tolerance, and the mean difference stays small.
     const jpeg = decoder.stats.jpegRects > 0;

@@ -15,7 +15,7 @@ const MINUTE_MS = 1000;
 /**
  * The gateway's enforcement of the workspace's effective client settings, seen by a protocol-level client (the
  * RFB client over the gateway's websocket, as the browser's noVNC) against a real desktop container: the
- * workspace's clipboard is read and set inside the container with xclip; x11vnc moves it to and from its clients.
+ * workspace's clipboard is read and set inside the container with xclip; the VNC server (Xvnc) moves it to and from its clients.
  */
 describe('stream gateway: client settings enforced in the protocol', () => {
   let api: TestApi;
@@ -51,12 +51,9 @@ describe('stream gateway: client settings enforced in the protocol', () => {
     await dockerExec(container, `printf %s '${text}' > /tmp/clip && for s in clipboard primary; do xclip -selection $s -i /tmp/clip >/dev/null 2>&1; done`);
   }
 
-  /**
-   * What the workspace holds of a client's clipboard: x11vnc stores received text in cut buffer 0 (it also claims
-   * PRIMARY and CLIPBOARD, but does not answer selection requests in this image).
-   */
+  /** What the workspace holds as its CLIPBOARD selection: Xvnc takes it over with a client's text (and answers for it). */
   async function workspaceCutBuffer(container = containerId): Promise<string> {
-    return (await dockerExec(container, 'timeout 5 xclip -o -selection buffer-cut 2>/dev/null || true')).toString();
+    return (await dockerExec(container, 'timeout 5 xclip -o -selection clipboard 2>/dev/null || true')).toString();
   }
 
   /** Reads whole (non-incremental) updates, so ServerCutText sent meanwhile is read, until `until()` holds. */
@@ -158,8 +155,8 @@ describe('stream gateway: client settings enforced in the protocol', () => {
     allowed.rfb.sendClientCutText(up);
     await waitFor('the text in the workspace', async () => ((await workspaceCutBuffer()) === up ? true : undefined), 20_000, 200);
     expect(session(false).stats().inputForwarded.clipboard).toBe(1);
-    await allowed.rfb.close();
 
+    // The first connection stays open: Xvnc holds a client's text only while that client is connected.
     await settings({ allow_workspace_clipboard_up: false });
     const refused = await open(ownerJwt);
     const gateway = session(false);
@@ -171,6 +168,7 @@ describe('stream gateway: client settings enforced in the protocol', () => {
     expect(gateway.stats().inputForwarded.clipboard).toBe(0);
     await pumpUntil(refused, 'an update after the pointer event', () => true);
     expect(await workspaceCutBuffer()).toBe(up);
+    await allowed.rfb.close();
   }, 90_000);
 
   it('idle_disconnect closes the owner\'s stream with the reason after that long without input; a view-only joiner stays', async () => {

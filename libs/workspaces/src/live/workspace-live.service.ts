@@ -65,8 +65,9 @@ export class WorkspaceLive {
   async screenshot(workspace: Workspace, endpoint: VncEndpoint | null, width = 300): Promise<Buffer> {
     if (!endpoint) throw new ApiError(ErrorCode.InvalidState, `Workspace (${toWireId(workspace.id)}) has no desktop stream`);
     try {
-      // x11vnc sends what changed while nobody watched about half a second after a fresh connection: wait for
-      // that, but no longer than SCREENSHOT_SETTLE_MAX_MS on a desktop that never stops changing.
+      // A polling VNC server (x11vnc, which an image may use; Xvnc answers at once) sends what changed while nobody
+      // watched about half a second after a fresh connection: wait for that, but no longer than
+      // SCREENSHOT_SETTLE_MAX_MS on a desktop that never stops changing.
       const shot = await captureJpeg(endpoint.host, endpoint.port, {
         width, password: endpoint.password, timeoutMs: 15_000, settleMs: 600, maxSettleMs: SCREENSHOT_SETTLE_MAX_MS,
       });
