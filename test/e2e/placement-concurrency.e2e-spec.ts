@@ -97,6 +97,9 @@ describe('placement under concurrency (issue 24)', () => {
     const key = await api.key(['Global Admin']);
     const small = await api.app.get(ImagesService).upsert({ name: 'example/burst:1', friendlyName: 'Burst', cores: 0.05, memory: 64 * 1024 ** 2, xRes: 800, yRes: 600, portMap: { vnc: '5900/tcp' } });
     const users = await Promise.all(Array.from({ length: 16 }, (_, i) => api.call('create_user', key, { target_user: { username: `burst-${i}` } })));
+    // The servers start equal (the tests above left a half-core workspace on one or two): least allocated first would
+    // otherwise rightly fill the emptier ones first.
+    await db.query(`UPDATE workspaces SET status = 'deleted'`);
     const answers = await Promise.all(users.map((u) => api.call('request_workspace', key, { user_id: u.body.user.user_id, image_id: toWireId(small.id) })));
     expect(answers.map((a) => [a.status, a.body.error_message])).toEqual(answers.map(() => [200, undefined]));
     const placed = (await db.query(`SELECT s.hostname, count(*)::int AS n FROM workspaces w JOIN servers s ON s.id = w.server_id WHERE w.image_id = $1 AND w.status = 'starting' GROUP BY s.hostname`, [small.id])) as Array<{ hostname: string; n: number }>;

@@ -353,7 +353,7 @@ describe('RfbSession proxy against x11vnc', () => {
     const init = await take(24);
     await take(init.readUInt32BE(20));
     const fbur = (incremental: boolean) => Buffer.concat([Buffer.from([3, incremental ? 1 : 0]), u16(0), u16(0), u16(WIDTH), u16(HEIGHT)]);
-    const wanted = [Encoding.Tight, Encoding.ZRLE, Encoding.Hextile, Encoding.CopyRect, Encoding.Raw, -32 + 6, -256 + 2, Encoding.DesktopSize, Encoding.LastRect, Encoding.Cursor, Encoding.Fence];
+    const wanted = [Encoding.Tight, Encoding.ZRLE, Encoding.Hextile, Encoding.CopyRect, Encoding.Raw, -32 + 6, -256 + 2, Encoding.DesktopSize, Encoding.LastRect, Encoding.Cursor, Encoding.ExtendedClipboard];
     send(Buffer.from([2, 0]), u16(wanted.length), ...wanted.map(s32), fbur(false));
     await waitFor('a first update', () => session.stats().updates > 0 || undefined);
     expect(session.stats().encodingsNegotiated).toEqual([Encoding.Tight, Encoding.ZRLE, Encoding.CopyRect, Encoding.Raw, -26, -254, Encoding.DesktopSize, Encoding.LastRect, Encoding.Cursor]);
