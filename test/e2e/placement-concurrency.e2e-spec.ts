@@ -93,6 +93,36 @@ describe('placement under concurrency (issue 24)', () => {
     }
   });
 
+  it('a placement waiting for the server with the most room takes another as soon as that one frees up', async () => {
+    await db.query(`UPDATE workspaces SET status = 'deleted'`);
+    const [p1, p2, p3] = servers;
+    // p1 has the most room, so the placement queues for it first.
+    await db.getRepository(Workspace).insert([row(p2), row(p3)]);
+    const holdFirst = db.createQueryRunner();
+    const holdOthers = db.createQueryRunner();
+    for (const runner of [holdFirst, holdOthers]) {
+      await runner.connect();
+      await runner.startTransaction();
+    }
+    try {
+      await holdFirst.query('SELECT id FROM servers WHERE id = $1 FOR UPDATE', [p1.id]);
+      await holdOthers.query('SELECT id FROM servers WHERE id = ANY($1) FOR UPDATE', [[p2.id, p3.id]]);
+      const placing = db.transaction(place);
+      await waitFor('the placement waiting for a server row', async () => {
+        const [w] = (await db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM servers WHERE id = $1 FOR NO KEY UPDATE%'`)) as Array<{ n: number }>;
+        return w.n > 0 ? true : undefined;
+      }, 15_000, 10);
+      await holdOthers.rollbackTransaction();
+      // p1 is still held: the placement read the room again and took a server that is free now.
+      expect(['p2', 'p3']).toContain(await placing);
+    } finally {
+      for (const runner of [holdFirst, holdOthers]) {
+        if (runner.isTransactionActive) await runner.rollbackTransaction();
+        await runner.release();
+      }
+    }
+  });
+
   it('16 concurrent request_workspace calls through the api all succeed (none waits past the statement bound), spread evenly over the servers', async () => {
     const key = await api.key(['Global Admin']);
     const small = await api.app.get(ImagesService).upsert({ name: 'example/burst:1', friendlyName: 'Burst', cores: 0.05, memory: 64 * 1024 ** 2, xRes: 800, yRes: 600, portMap: { vnc: '5900/tcp' } });

@@ -4,7 +4,7 @@ export { dataSourceOptions } from './data-source';
 export { DatabaseModule } from './database.module';
 export { findByRef } from './find-by-ref';
 export { dropDatabase, migrate } from './migrate';
-export { isLockWaitTimeout } from './lock-waits';
+export { isLockNotAvailable, isLockWaitTimeout } from './lock-waits';
 export { PgNotifications } from './pg-notifications';
 export { hydrate, rawQuery, selectColumns } from './raw-query';
 export {

@@ -1,5 +1,5 @@
 import { QueryFailedError } from 'typeorm';
-import { isLockWaitTimeout } from './lock-waits';
+import { isLockNotAvailable, isLockWaitTimeout } from './lock-waits';
 
 const pgError = (fields: Record<string, unknown>) => Object.assign(new Error('canceling statement due to statement timeout'), fields);
 
@@ -18,5 +18,14 @@ describe('isLockWaitTimeout', () => {
     expect(isLockWaitTimeout(pgError({ code: '23505', where: 'while locking tuple (0,1)' }))).toBe(false);
     expect(isLockWaitTimeout(new Error('Connection terminated'))).toBe(false);
     expect(isLockWaitTimeout(null)).toBe(false);
+  });
+});
+
+describe('isLockNotAvailable', () => {
+  it('is lock_not_available only (a lock_timeout or NOWAIT), bare or wrapped; not a cancelled wait', () => {
+    expect(isLockNotAvailable(pgError({ code: '55P03' }))).toBe(true);
+    expect(isLockNotAvailable(new QueryFailedError('SELECT', [], pgError({ code: '55P03' })))).toBe(true);
+    expect(isLockNotAvailable(pgError({ code: '57014', where: 'while locking tuple (0,1)' }))).toBe(false);
+    expect(isLockNotAvailable(undefined)).toBe(false);
   });
 });

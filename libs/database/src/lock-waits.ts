@@ -5,8 +5,17 @@
  * any other cancelled statement stays an outage (503).
  */
 export function isLockWaitTimeout(err: unknown): boolean {
-  const driver = (err as { driverError?: unknown } | null)?.driverError ?? err;
-  const { code, where } = (driver ?? {}) as { code?: unknown; where?: unknown };
+  const { code, where } = driverError(err);
   if (code === '55P03') return true;
   return code === '57014' && typeof where === 'string' && /while (locking|updating|deleting) tuple/.test(where);
+}
+
+/** lock_not_available (55P03): a lock was not had within lock_timeout (or at once, with NOWAIT). */
+export function isLockNotAvailable(err: unknown): boolean {
+  return driverError(err).code === '55P03';
+}
+
+/** pg's error, whether thrown bare or wrapped by TypeORM (QueryFailedError.driverError). */
+function driverError(err: unknown): { code?: unknown; where?: unknown } {
+  return ((err as { driverError?: unknown } | null)?.driverError ?? err ?? {}) as { code?: unknown; where?: unknown };
 }

@@ -1,6 +1,7 @@
 import { EntityManager } from 'typeorm';
 import { ApiError, ErrorCode } from '@ws/common';
 import type { Image } from '@ws/images';
+import { isLockNotAvailable } from '@ws/database';
 import { inventoryReferencesOf, Server } from '@ws/servers';
 
 export const NO_CAPACITY_MESSAGE = 'No resources are available to create the requested workspace. Please try again later or request fewer resources.';
@@ -119,44 +120,66 @@ export function byRoom(candidates: Array<{ server: Server; room: Allocated }>, t
   return ordered;
 }
 
+/** How long a placement waits at once for a server row another launch holds, before it reads everyone's room again. */
+export const LOCK_WAIT_SLICE_MS = 25;
+/** Slices before it waits for good (about a second in all, more under load): the answer stays exact, never a false 503. */
+export const LOCK_WAIT_SLICES = 40;
+
 /**
  * The second half, inside the caller's transaction: orders the planned servers by their room as allocated now
  * (least allocated first: launches committed since the plan count) and locks the first that still fits under its
- * lock. Candidates are first tried with SKIP LOCKED, in order; a row that no longer fits under its lock is let go at
- * once (a savepoint rolled back), so a transaction holds at most one server lock. Only when every candidate with
- * room was locked by someone else does it wait, one row at a time, so the answer is exact (never a false 503).
+ * lock. Candidates are tried with SKIP LOCKED, in order; a row that no longer fits under its lock is let go at once
+ * (a savepoint rolled back), so a transaction holds at most one server lock. When every candidate with room is held
+ * by another launch (each holds its server's row from this step to its commit), it waits for the first for a slice
+ * (LOCK_WAIT_SLICE_MS), then reads the room again and starts over: a queue that formed on one server while another
+ * freed up moves over, where waiting on the first row to the end had sent a burst of 16 over two hosts 11/5. After
+ * LOCK_WAIT_SLICES it waits for each held row in turn, so the answer is exact.
  */
 export async function lockPlacedServer(tx: EntityManager, plan: PlacementPlan): Promise<Server> {
   const { image, constraints } = plan;
-  const ordered = await leastAllocatedFirst(tx, plan.candidates, image);
-  const skipped: Server[] = [];
-  for (const server of ordered) {
-    const outcome = await tryServer(tx, server.id, image, constraints, true);
-    if (outcome === 'locked') skipped.push(server);
-    else if (outcome) return outcome;
-  }
-  for (const server of skipped) {
-    const outcome = await tryServer(tx, server.id, image, constraints, false);
-    if (outcome && outcome !== 'locked') return outcome;
+  for (let slice = 0; ; slice++) {
+    const held: Server[] = [];
+    for (const server of await leastAllocatedFirst(tx, plan.candidates, image)) {
+      const outcome = await tryServer(tx, server.id, image, constraints, 'skip');
+      if (outcome === 'locked') held.push(server);
+      else if (outcome) return outcome;
+    }
+    if (held.length === 0) break;
+    if (slice < LOCK_WAIT_SLICES) {
+      const outcome = await tryServer(tx, held[0].id, image, constraints, LOCK_WAIT_SLICE_MS);
+      if (outcome && outcome !== 'locked') return outcome;
+      continue;
+    }
+    for (const server of held) {
+      const outcome = await tryServer(tx, server.id, image, constraints, 'wait');
+      if (outcome && outcome !== 'locked') return outcome;
+    }
+    break;
   }
   throw new ApiError(ErrorCode.NoCapacity, NO_CAPACITY_MESSAGE);
 }
 
 /**
- * Locks one server row (skipping it when another transaction holds it and `skipLocked`), reads it and its
- * allocation again under the lock, and keeps the lock only when the image still fits: the server. Otherwise the
- * lock is released (savepoint rolled back) and the answer is 'locked' or null (no longer eligible or full).
+ * Locks one server row, reads it and its allocation again under the lock, and keeps the lock only when the image
+ * still fits: the server. Otherwise the lock is released (savepoint rolled back) and the answer is 'locked' (another
+ * transaction holds the row: at once with 'skip', after `wait` milliseconds with a number) or null (no longer
+ * eligible, or full). 'wait' waits as long as the transaction's own bounds allow.
  */
-async function tryServer(tx: EntityManager, serverId: string, image: Image, constraints: PlacementConstraints, skipLocked: boolean): Promise<Server | 'locked' | null> {
+async function tryServer(tx: EntityManager, serverId: string, image: Image, constraints: PlacementConstraints, wait: 'skip' | 'wait' | number): Promise<Server | 'locked' | null> {
   await tx.query('SAVEPOINT ws_placement');
   try {
-    const locked = (await tx.query(`SELECT id FROM servers WHERE id = $1 FOR NO KEY UPDATE${skipLocked ? ' SKIP LOCKED' : ''}`, [serverId])) as unknown[];
+    // A slice: lock_timeout for this statement only (put back right after; a rollback to the savepoint undoes it too).
+    const previous = typeof wait === 'number'
+      ? ((await tx.query("SELECT current_setting('lock_timeout') AS previous, set_config('lock_timeout', $1, true)", [`${wait}ms`])) as Array<{ previous: string }>)[0].previous
+      : null;
+    const locked = (await tx.query(`SELECT id FROM servers WHERE id = $1 FOR NO KEY UPDATE${wait === 'skip' ? ' SKIP LOCKED' : ''}`, [serverId])) as unknown[];
+    if (previous !== null) await tx.query("SELECT set_config('lock_timeout', $1, true)", [previous]);
     // Under SKIP LOCKED no row means another transaction holds it; waiting, it means the server is gone.
     const server = locked.length > 0 ? await tx.getRepository(Server).findOneBy({ id: serverId }) : null;
     if (!server) {
       await tx.query('ROLLBACK TO SAVEPOINT ws_placement');
       await tx.query('RELEASE SAVEPOINT ws_placement');
-      return skipLocked && locked.length === 0 ? 'locked' : null;
+      return wait === 'skip' && locked.length === 0 ? 'locked' : null;
     }
     if (isEligible(server, image, constraints) && isUp(server) && fits(server, (await allocatedOn(tx, [server.id])).get(server.id), image)) {
       await tx.query('RELEASE SAVEPOINT ws_placement');
@@ -167,6 +190,10 @@ async function tryServer(tx: EntityManager, serverId: string, image: Image, cons
     return null;
   } catch (err) {
     await tx.query('ROLLBACK TO SAVEPOINT ws_placement').catch(() => undefined);
+    if (typeof wait === 'number' && isLockNotAvailable(err)) {
+      await tx.query('RELEASE SAVEPOINT ws_placement');
+      return 'locked';
+    }
     throw err;
   }
 }
