@@ -72,7 +72,9 @@ describe('workspace audio in the browser client', () => {
   it('a tone played in the workspace reaches the page (its audio level is non-zero); muting silences it', async () => {
     const page = await openConnected();
     try {
-      expect(await page.evaluate(() => document.getElementById('audio-button')?.textContent)).toBe('Mute');
+      // On by default (workspace_audio_default_on), once the first picture is drawn: the sound waits for it.
+      await page.waitForFunction(() => document.getElementById('audio-button')?.textContent === 'Mute', null, { timeout: 15_000, polling: 50 });
+      expect(await page.evaluate(() => performance.getEntriesByName('client:first-frame').length)).toBe(1);
       const tone = await playTone(containerId);
       try {
         const level = await waitFor('audio level', async () => {

@@ -3,6 +3,8 @@ import { createAudio } from './audio.js';
 import { h, setState, showScreen } from './ui.js';
 
 const IDLE_CHECK_MS = 15_000;
+/** The longest the sound and the files panel wait for the first picture (a desktop always sends one on request). */
+const FIRST_FRAME_WAIT_MAX_MS = 3000;
 /** The gateway's close code when it ended the stream after idle_disconnect minutes without input. */
 const IDLE_CLOSE_CODE = 4001;
 
@@ -19,8 +21,33 @@ export function mark(name) {
 }
 
 /**
+ * Runs `fn(drawn)` once: with true when noVNC has drawn the first framebuffer update, with false after
+ * FIRST_FRAME_WAIT_MAX_MS. noVNC has no event for it; its Display's flip() ends every update (noVNC 1.7, pinned in
+ * package-lock.json and bundled). Without that method (another noVNC) `fn(false)` runs at once, as before.
+ */
+function afterFirstFrame(rfb, fn) {
+  const display = rfb._display;
+  if (!display || typeof display.flip !== 'function') return fn(false);
+  let done = false;
+  const run = (drawn) => {
+    if (done) return;
+    done = true;
+    clearTimeout(timer);
+    fn(drawn);
+  };
+  const flip = display.flip;
+  // Left wrapped (a boolean test per update): unwrapping could undo a wrapper someone added since.
+  display.flip = function flipped(...args) {
+    const result = flip.apply(this, args);
+    run(true);
+    return result;
+  };
+  const timer = setTimeout(() => run(false), FIRST_FRAME_WAIT_MAX_MS);
+}
+
+/**
  * Opens the stream described by a running `POST /api/client/connect` answer.
- * Calls `onConnect()` when the desktop is up, and `onEnd({reason, clean, detail, connected})` once when the
+ * Calls `onConnect()` when the desktop's first picture is drawn, and `onEnd({reason, clean, detail, connected})` once when the
  * connection ends (reason: 'user' when the user pressed Disconnect, 'idle' after
  * client_settings.idle_disconnect minutes without input, 'security' when the handshake was refused,
  * otherwise 'lost'; connected: whether it ever got up). Answers `{close()}` to tear it down silently.
@@ -67,8 +94,14 @@ export function openSession(RFB, { info, flags, onConnect, onEnd, showTips }) {
     if (ended) return;
     mark('rfb-connected');
     connected = true;
-    onConnect?.();
-    audio.start();
+    // The first picture first: the sound's encoder (it starts in the workspace when the audio stream opens) and
+    // the files panel's call would otherwise compete with the first update for the workspace's CPU and the api.
+    afterFirstFrame(rfb, (drawn) => {
+      if (drawn) mark('first-frame');
+      if (ended) return;
+      onConnect?.();
+      audio.start();
+    });
     showScreen();
     setState('connected');
     if (panel) document.body.append(panel.element);
