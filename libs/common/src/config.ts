@@ -203,6 +203,11 @@ export class AppConfig {
   /** Worker: concurrent jobs per queue in one process. */
   @Transform(toInt) @IsInt() @Min(1) @Max(64) WORKER_CONCURRENCY = 4;
   /**
+   * How long a staging pool's refill waits after one of its desktops is handed out, ms (0: at once): the new
+   * desktop's boot then does not take the host's CPU while the claimant's page, stream and first picture come up.
+   */
+  @Transform(toInt) @IsInt() @Min(0) @Max(60_000) STAGING_REFILL_DELAY_MS = 1000;
+  /**
    * Worker: a running job's lock, renewed at half this while the worker lives. A job whose worker died is
    * taken over by another worker within about 1.5 times this (lock expiry plus one stall check).
    */
