@@ -22,7 +22,8 @@ export function mark(name) {
 
 /**
  * Runs `fn(drawn)` once: with true when noVNC has drawn the first framebuffer update, with false after
- * FIRST_FRAME_WAIT_MAX_MS. noVNC has no event for it; its Display's flip() ends every update (noVNC 1.7, pinned in
+ * FIRST_FRAME_WAIT_MAX_MS. noVNC has no event for it: its Display's flip() ends every update and draws it, unless
+ * rectangles are still being decoded, when the render queue calls it again once they are (noVNC 1.7, pinned in
  * package-lock.json and bundled). Without that method (another noVNC) `fn(false)` runs at once, as before.
  */
 function afterFirstFrame(rfb, fn) {
@@ -37,9 +38,11 @@ function afterFirstFrame(rfb, fn) {
   };
   const flip = display.flip;
   // Left wrapped (a boolean test per update): unwrapping could undo a wrapper someone added since.
-  display.flip = function flipped(...args) {
-    const result = flip.apply(this, args);
-    run(true);
+  display.flip = function flipped(fromQueue, ...rest) {
+    // With rectangles still being decoded (JPEG) a flip is queued, and draws when the queue calls it again.
+    const drawsNow = Boolean(fromQueue) || !Array.isArray(display._renderQ) || display._renderQ.length === 0;
+    const result = flip.call(this, fromQueue, ...rest);
+    if (drawsNow) run(true);
     return result;
   };
   const timer = setTimeout(() => run(false), FIRST_FRAME_WAIT_MAX_MS);
