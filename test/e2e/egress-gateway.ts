@@ -67,10 +67,12 @@ exec busybox httpd -f -p ${HTTP_PORT} -h /tmp/www`;
 // Started again (start()), it keeps its key and its peers (/run/peers: "public-key address" lines).
 const GATEWAY = `set -e
 umask 077
-rm -f /run/ready
+rm -f /run/ready /var/run/wireguard/wg0.sock
 [ -s /run/wg.key ] || wg genkey > /run/wg.key
 WG_PROCESS_FOREGROUND=1 wireguard-go wg0 &
-for _ in $(seq 100); do [ -e /sys/class/net/wg0 ] && break; sleep 0.1; done
+# The interface comes first and the control socket (what wg talks to) a moment later; a restart finds the old
+# socket file, removed above.
+for _ in $(seq 100); do [ -e /sys/class/net/wg0 ] && [ -S /var/run/wireguard/wg0.sock ] && break; sleep 0.1; done
 wg set wg0 listen-port ${WG_PORT} private-key /run/wg.key
 if [ -f /run/peers ]; then while read -r key address; do wg set wg0 peer "$key" allowed-ips "$address"; done < /run/peers; fi
 ip address add ${TUNNEL_NET}.1/24 dev wg0
