@@ -94,15 +94,14 @@ export async function planPlacement(db: EntityManager, image: Image, constraints
 
 /**
  * The servers with room for the image, the most free cores (then memory) first, read now. Servers with the same room
- * are taken in turn: a launch draws a ticket (a sequence, seen by every transaction at once, unlike the workspaces
- * that launches in flight have not committed yet) and starts the tied group at that ticket. A burst whose launches
+ * are taken in turn: each launch draws a ticket in lockPlacedServer (from a sequence, seen by every transaction at
+ * once, unlike the workspaces that launches in flight have not committed yet) and starts the tied group at it. A burst whose launches
  * all read the same allocation is then dealt out evenly instead of by coin toss (16 at once on two hosts were split
  * 11/5 at random).
  */
-async function leastAllocatedFirst(db: EntityManager, servers: Server[], image: Image): Promise<Server[]> {
+async function leastAllocatedFirst(db: EntityManager, servers: Server[], image: Image, ticket: number): Promise<Server[]> {
   const used = await allocatedOn(db, servers.map((s) => s.id));
-  const [{ ticket }]: Array<{ ticket: string }> = await db.query("SELECT nextval('placement_tickets') AS ticket");
-  return byRoom(servers.filter((s) => fits(s, used.get(s.id), image)).map((s) => ({ server: s, room: free(s, used.get(s.id)) })), Number(ticket));
+  return byRoom(servers.filter((s) => fits(s, used.get(s.id), image)).map((s) => ({ server: s, room: free(s, used.get(s.id)) })), ticket);
 }
 
 /** Servers by room, the most free cores then memory first; each group with equal room rotated by `ticket` (ids order it before). */
@@ -137,9 +136,11 @@ export const LOCK_WAIT_SLICES = 40;
  */
 export async function lockPlacedServer(tx: EntityManager, plan: PlacementPlan): Promise<Server> {
   const { image, constraints } = plan;
+  // One ticket per launch: every slice deals the same launch the same turn among servers with equal room.
+  const [{ ticket }]: Array<{ ticket: string }> = await tx.query("SELECT nextval('placement_tickets') AS ticket");
   for (let slice = 0; ; slice++) {
     const held: Server[] = [];
-    for (const server of await leastAllocatedFirst(tx, plan.candidates, image)) {
+    for (const server of await leastAllocatedFirst(tx, plan.candidates, image, Number(ticket))) {
       const outcome = await tryServer(tx, server.id, image, constraints, 'skip');
       if (outcome === 'locked') held.push(server);
       else if (outcome) return outcome;
