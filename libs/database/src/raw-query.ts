@@ -42,14 +42,56 @@ export function selectColumns(db: DataSource, entity: EntityClass<object>, alias
  * select hydrates exactly like a find. Null when the row has no primary key there (an unmatched LEFT JOIN).
  */
 export function hydrate<T extends object>(db: DataSource, entity: EntityClass<T>, row: Record<string, unknown>, prefix = ''): T | null {
-  const metadata = db.getMetadata(entity);
-  if (metadata.primaryColumns.some((c) => row[prefix + c.databaseName] === null || row[prefix + c.databaseName] === undefined)) return null;
-  const result = new entity();
-  for (const column of storedColumns(db, entity)) {
-    const value = row[prefix + column.databaseName];
-    if (value !== undefined) column.setEntityValue(result, db.driver.prepareHydratedValue(value, column));
-  }
-  return result;
+  return hydratorOf(db, entity, prefix)(row);
+}
+
+/**
+ * String column types whose values PostgresDriver.prepareHydratedValue changes (typeorm 0.3: dates and times,
+ * enums, vectors, hstore, the simple-* types, cube). Every other string type it returns as pg parsed it.
+ */
+const CONVERTED_TYPES = new Set([
+  'datetime', 'timestamp', 'timestamp with time zone', 'timestamp without time zone', 'date', 'time', 'vector', 'halfvec', 'hstore',
+  'simple-array', 'simple-json', 'cube', 'enum', 'simple-enum',
+]);
+
+type Hydrator<T> = (row: Record<string, unknown>) => T | null;
+const hydrators = new WeakMap<DataSource, Map<string, Hydrator<object>>>();
+
+/**
+ * `hydrate` for one entity and prefix, planned once: the reads of every request hydrate a few hundred columns,
+ * and asking the driver column by column which conversion applies cost as much as the rest of the mapping.
+ * A column the driver would return unchanged (a plain string type, no transformer, not embedded) is copied;
+ * every other one still goes through the driver and its transformer, exactly as TypeORM does it.
+ */
+export function hydratorOf<T extends object>(db: DataSource, entity: EntityClass<T>, prefix = ''): Hydrator<T> {
+  let byEntity = hydrators.get(db);
+  if (!byEntity) hydrators.set(db, (byEntity = new Map()));
+  const key = `${entity.name}:${prefix}`;
+  let hydrator = byEntity.get(key);
+  if (!hydrator) byEntity.set(key, (hydrator = planHydrator(db, entity, prefix)));
+  return hydrator as Hydrator<T>;
+}
+
+function planHydrator<T extends object>(db: DataSource, entity: EntityClass<T>, prefix: string): Hydrator<T> {
+  const keys = db.getMetadata(entity).primaryColumns.map((c) => prefix + c.databaseName);
+  const columns = storedColumns(db, entity).map((column) => ({
+    key: prefix + column.databaseName,
+    property: column.propertyName,
+    column,
+    copied: !column.transformer && !column.embeddedMetadata && typeof column.type === 'string' && !CONVERTED_TYPES.has(column.type),
+  }));
+  const driver = db.driver;
+  return (row) => {
+    for (const key of keys) if (row[key] === null || row[key] === undefined) return null;
+    const result = new entity() as Record<string, unknown>;
+    for (const { key, property, column, copied } of columns) {
+      const value = row[key];
+      if (value === undefined) continue;
+      if (copied) result[property] = value;
+      else column.setEntityValue(result, driver.prepareHydratedValue(value, column));
+    }
+    return result as T;
+  };
 }
 
 /** The entity's own columns, without virtual ones (a relation's key that has no property), as TypeORM loads them. */
