@@ -4,7 +4,7 @@ import { OperatorAuthenticator } from '@ws/auth';
 import { addressList, AppConfig, loadConfig } from '@ws/common';
 import { Metrics } from '@ws/metrics';
 import { Logger } from 'nestjs-pino';
-import { requestIdOf } from '@ws/logging';
+import { registerRequestLogging, requestIdOf } from '@ws/logging';
 import { JobProducer, RedisConnections } from '@ws/queue';
 import { registerQueueDashboard } from './admin/queue-dashboard';
 import { AppModule } from './app.module';
@@ -22,6 +22,8 @@ export async function createApi(overrides: Partial<AppConfig> = {}): Promise<Nes
   const trustedProxies = addressList(config.TRUSTED_PROXIES);
   // Request ids: an incoming X-Request-Id when sane, else a new one; on every log line of the request, echoed back.
   const adapter = new FastifyAdapter({ bodyLimit: config.MAX_BODY_BYTES, trustProxy: trustedProxies.length ? trustedProxies : false, genReqId: requestIdOf });
+  // First, so that every later hook logs with the request's id.
+  registerRequestLogging(adapter.getInstance());
   adapter.getInstance().addHook('onRequest', async (request, reply) => void reply.header('x-request-id', request.id));
   configureFastify(adapter.getInstance());
   // The request hooks must exist before Nest registers its routes; the Metrics they count into come with the app.

@@ -3,13 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import { closeLogFiles, logFileStream, logFormat, pinoHttpOptions, requestIdOf } from './log-options';
+import { closeLogFiles, logFileStream, logFormat, loggerOptions, requestIdOf } from './log-options';
 
 describe('log options', () => {
   it('redacts secrets wherever they sit, by configuration', () => {
     const lines: string[] = [];
     const sink = new Writable({ write: (chunk: Buffer, _enc, done) => void (lines.push(chunk.toString()), done()) });
-    const { redact, formatters, messageKey, timestamp } = pinoHttpOptions({ LOG_LEVEL: 'log', LOG_FORMAT: 'json' }, 'test');
+    const { redact, formatters, messageKey, timestamp } = loggerOptions({ LOG_LEVEL: 'log', LOG_FORMAT: 'json' }, 'test');
     const logger = pino({ redact, formatters, messageKey, timestamp }, sink);
     logger.info({ api_key: 'k1', api_key_secret: 's1', target_user: { username: 'u', password: 'p1' }, body: { user: { session_jwt: 'j1' } } }, 'hello');
     logger.info({ req: { headers: { authorization: 'Basic s2', cookie: 'c=s3', accept: '*/*' } } }, 'headers');
@@ -41,7 +41,7 @@ describe('LOG_FILE', () => {
     try {
       const settings = { LOG_LEVEL: 'log', LOG_FORMAT: 'pretty', LOG_FILE: path };
       expect(logFormat(settings, true)).toBe('json');
-      const { redact, formatters, messageKey, timestamp } = pinoHttpOptions(settings, 'test');
+      const { redact, formatters, messageKey, timestamp } = loggerOptions(settings, 'test');
       const first = pino({ redact, formatters, messageKey, timestamp }, logFileStream(path));
       const second = pino({ redact, formatters, messageKey, timestamp }, logFileStream(path));
       first.info({ password: 'never-in-the-file' }, 'one');

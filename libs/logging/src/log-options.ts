@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import { dirname } from 'node:path';
-import type { Options } from 'pino-http';
+import type { LoggerOptions } from 'pino';
 
 /** Fields whose values never reach a log line, wherever they appear (top level or nested two deep). */
 export const SECRET_FIELDS = [
@@ -42,11 +42,12 @@ export function requestIdOf(req: Pick<IncomingMessage, 'headers'>): string {
 }
 
 /**
- * pino-http's options for a process: one JSON line per event with level (as a name), time (ISO), msg; per request
- * one `request completed` line with the method, url, status and duration; every line written while a request is
- * handled carries its `request_id`. Secrets are redacted by REDACT_PATHS, not by call sites.
+ * The pino options of a process: one JSON line per event with level (as a name), time (ISO), msg. Lines written
+ * while a request or a job is handled get its fields (request_id, operation, …) from the log context
+ * (log-context.ts) through `mixin`, so nothing is made per request unless a line is written. Secrets are
+ * redacted by REDACT_PATHS, not by call sites.
  */
-export function pinoHttpOptions(settings: LogSettings, role: string): Options {
+export function loggerOptions(settings: LogSettings, role: string, mixin?: () => Record<string, unknown>): LoggerOptions {
   const pretty = logFormat(settings) === 'pretty';
   return {
     level: LEVELS[settings.LOG_LEVEL] ?? 'info',
@@ -55,17 +56,7 @@ export function pinoHttpOptions(settings: LogSettings, role: string): Options {
     timestamp: () => `,"time":"${new Date().toISOString()}"`,
     formatters: { level: (label) => ({ level: label }) },
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-    // The id the HTTP server gave the request (Fastify's genReqId: requestIdOf), else one made here.
-    genReqId: (req) => req.id ?? requestIdOf(req),
-    customAttributeKeys: { reqId: 'request_id' },
-    quietReqLogger: true,
-    serializers: {
-      req: (req: { id?: unknown; method?: string; url?: string }) => ({ method: req.method, url: req.url }),
-      res: (res: { statusCode?: number }) => ({ status_code: res.statusCode }),
-    },
-    customSuccessMessage: (req, res, ms) => `${req.method} ${req.url} ${res.statusCode} ${Math.round(ms)} ms`,
-    customErrorMessage: (req, res) => `${req.method} ${req.url} ${res.statusCode} failed`,
-    customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : 'info'),
+    ...(mixin ? { mixin, mixinMergeStrategy: (line: object, fields: object) => ({ ...fields, ...line }) } : {}),
     ...(pretty ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:standard', messageKey: 'msg' } } } : {}),
   };
 }
