@@ -24,7 +24,6 @@ import { ClientSessionController } from './client/client-session.controller';
 import { ApiExceptionFilter } from './errors/api-exception.filter';
 import { GatewayModule } from './gateway/gateway.module';
 import { HealthController } from './health.controller';
-import { RequestLogFields } from './logging/request-log-fields.interceptor';
 import { IdempotencyInterceptor } from './idempotency/idempotency.interceptor';
 import { StorageApiModule } from './storage/storage.module';
 import { GroupsController } from './public-api/groups.controller';
@@ -61,7 +60,6 @@ export class AppModule {
       providers: [
         { provide: APP_GUARD, useClass: OperationGuard },
         { provide: APP_FILTER, useClass: ApiExceptionFilter },
-        { provide: APP_INTERCEPTOR, useClass: RequestLogFields },
         { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
         { provide: APP_PIPE, useFactory: apiValidationPipe },
       ],

@@ -10,6 +10,7 @@ import { registerQueueDashboard } from './admin/queue-dashboard';
 import { AppModule } from './app.module';
 import { registerBrowserRequestGuard } from './client/browser-request-guard';
 import { configureFastify } from './http-setup';
+import { registerRequestLogFields } from './logging/request-log-fields';
 import { registerHttpMetrics } from './metrics/http-metrics';
 import { registerApiReference } from './openapi/api-reference';
 import { registerWebClient } from './web/web-client';
@@ -21,9 +22,11 @@ export async function createApi(overrides: Partial<AppConfig> = {}): Promise<Nes
   // rate limits count against. request.ip is then the first address not among them.
   const trustedProxies = addressList(config.TRUSTED_PROXIES);
   // Request ids: an incoming X-Request-Id when sane, else a new one; on every log line of the request, echoed back.
-  const adapter = new FastifyAdapter({ bodyLimit: config.MAX_BODY_BYTES, trustProxy: trustedProxies.length ? trustedProxies : false, genReqId: requestIdOf });
+  // No Nest middleware: requests are logged and counted by Fastify hooks, so @fastify/middie is not run for each.
+  const adapter = new FastifyAdapter({ bodyLimit: config.MAX_BODY_BYTES, trustProxy: trustedProxies.length ? trustedProxies : false, genReqId: requestIdOf, skipMiddie: true });
   // First, so that every later hook logs with the request's id.
   registerRequestLogging(adapter.getInstance());
+  registerRequestLogFields(adapter.getInstance());
   adapter.getInstance().addHook('onRequest', async (request, reply) => void reply.header('x-request-id', request.id));
   configureFastify(adapter.getInstance());
   // The request hooks must exist before Nest registers its routes; the Metrics they count into come with the app.

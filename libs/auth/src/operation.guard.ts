@@ -1,6 +1,7 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { ApiError, ErrorCode, unstorableTextReason } from '@ws/common';
+import { ApiError, ErrorCode, toWireId, unstorableTextReason } from '@ws/common';
+import { assignLogFields } from '@ws/logging';
 import { forbidden } from './access.service';
 import { ApiKeyAuthenticator, KeyAuthenticationError } from './api-key-authenticator';
 import { AuthRateLimiter } from './auth-rate-limiter';
@@ -42,6 +43,7 @@ export class OperationGuard implements CanActivate {
     const missing = missingPermissions(caller.permissions, spec.permissions);
     if (missing.length) throw forbidden(missing);
     request.caller = caller;
+    assignLogFields({ api_key_id: toWireId(caller.apiKeyId) });
     return true;
   }
 

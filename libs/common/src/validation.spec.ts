@@ -68,6 +68,11 @@ describe('findJsonProblem', () => {
     expect(findJsonProblem(parsed)).toEqual({ path: 'target_user', problem: 'has a key __proto__, which is not allowed' });
   });
 
+  it('refuses a constructor key, which would hide a DTO\'s class from its validation', () => {
+    expect(findJsonProblem({ target_user: { constructor: { name: 'x' }, username: 'u' } })).toEqual({ path: 'target_user', problem: 'has a key constructor, which is not allowed' });
+    expect(findJsonProblem({ constructor: 1 })).toEqual({ path: '(body)', problem: 'has a key constructor, which is not allowed' });
+  });
+
   it(`accepts exactly ${MAX_JSON_DEPTH} levels and refuses one more, naming where`, () => {
     expect(findJsonProblem(nestedObjects(MAX_JSON_DEPTH))).toBeNull();
     const problem = findJsonProblem(nestedObjects(MAX_JSON_DEPTH + 1));

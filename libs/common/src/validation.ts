@@ -1,5 +1,6 @@
-import { ValidationError, ValidationPipe } from '@nestjs/common';
-import { ValidateIf } from 'class-validator';
+import type { ArgumentMetadata, PipeTransform } from '@nestjs/common';
+import { plainToInstance } from 'class-transformer';
+import { validate, ValidateIf, type ValidationError, type ValidatorOptions } from 'class-validator';
 import { ApiError, ErrorCode } from './errors';
 
 /** Flattens class-validator errors into "target_user.username must be a string; …". */
@@ -15,15 +16,30 @@ export function describeValidationErrors(errors: ValidationError[], parent = '')
   return out;
 }
 
-/** Unknown fields are ignored (every body also carries api_key and api_key_secret); known ones are checked. */
-export function apiValidationPipe(): ValidationPipe {
-  return new ValidationPipe({
-    whitelist: true,
-    transform: true,
-    forbidUnknownValues: false,
-    validationError: { target: false, value: false },
-    exceptionFactory: (errors) => new ApiError(ErrorCode.InvalidRequest, describeValidationErrors(errors).join('; ')),
-  });
+/** Parameters of these types are not validated (as Nest's ValidationPipe leaves them). */
+const UNVALIDATED_TYPES: ReadonlySet<unknown> = new Set([String, Boolean, Number, Array, Object, Buffer, Date]);
+const VALIDATOR_OPTIONS: ValidatorOptions = { whitelist: true, forbidUnknownValues: false, validationError: { target: false, value: false } };
+
+/**
+ * The DTOs' rules (class-validator) on every request body, as Nest's ValidationPipe with `whitelist` and
+ * `transform`: unknown fields are dropped (every body also carries api_key and api_key_secret), known ones are
+ * checked, and the handler gets the DTO's instance. Nest's pipe also guards against what a multipart or socket
+ * value may hold (binary values, sparse arrays, prototype keys); our bodies are JSON objects that parseBody has
+ * already vetted (findJsonProblem refuses `__proto__` and `constructor` keys), so that per-request walk is skipped.
+ */
+export class ApiValidationPipe implements PipeTransform {
+  async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    const type = metadata.metatype;
+    if (metadata.type === 'custom' || !type || UNVALIDATED_TYPES.has(type)) return value;
+    const instance = plainToInstance(type, value ?? {}) as object;
+    const errors = await validate(instance, VALIDATOR_OPTIONS);
+    if (errors.length) throw new ApiError(ErrorCode.InvalidRequest, describeValidationErrors(errors).join('; '));
+    return instance;
+  }
+}
+
+export function apiValidationPipe(): PipeTransform {
+  return new ApiValidationPipe();
 }
 
 /** May be omitted, but when present (even null) must pass the other validators: for non-nullable fields. */
@@ -59,8 +75,12 @@ interface PendingValue {
   depth: number;
 }
 
-/** JSON.parse keeps `__proto__` as an own key; copied by assignment (as class-transformer does) it swaps a prototype. */
-const PROTOTYPE_KEY = '__proto__';
+/**
+ * Keys no body may have. JSON.parse keeps `__proto__` as an own key; copied by assignment (as class-transformer
+ * does) it swaps a prototype. An own `constructor` copied onto a DTO instance hides its class from class-validator,
+ * which would then check nothing in that object.
+ */
+const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor']);
 const SHOWN_KEY_CHARS = 64;
 const PLAIN_KEY = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
@@ -91,7 +111,7 @@ export function findJsonProblem(root: unknown, maxDepth = MAX_JSON_DEPTH): JsonP
       const key = keys[index];
       const keyReason = unstorableTextReason(key);
       if (keyReason) return { path: jsonPath(item), problem: `has a key that ${keyReason}` };
-      if (key === PROTOTYPE_KEY) return { path: jsonPath(item), problem: `has a key ${PROTOTYPE_KEY}, which is not allowed` };
+      if (FORBIDDEN_KEYS.has(key)) return { path: jsonPath(item), problem: `has a key ${key}, which is not allowed` };
       pending.push({ value: (value as Record<string, unknown>)[key], key, parent: item, depth });
     }
   }
