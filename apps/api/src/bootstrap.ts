@@ -27,7 +27,10 @@ export async function createApi(overrides: Partial<AppConfig> = {}): Promise<Nes
   // First, so that every later hook logs with the request's id.
   registerRequestLogging(adapter.getInstance());
   registerRequestLogFields(adapter.getInstance());
-  adapter.getInstance().addHook('onRequest', async (request, reply) => void reply.header('x-request-id', request.id));
+  adapter.getInstance().addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id);
+    done();
+  });
   configureFastify(adapter.getInstance());
   // The request hooks must exist before Nest registers its routes; the Metrics they count into come with the app.
   const made: { metrics?: Metrics } = {};

@@ -31,9 +31,10 @@ export function configureFastify(fastify: FastifyInstance, drain: DrainBounds = 
   const limit = fastify.initialConfig.bodyLimit ?? 1024 * 1024;
   // Fastify answers 415 to a Content-Type that is not even a media type (`garbage`, ``) without reading the
   // body; we read bodies as JSON whatever the type says, so such a header counts as absent.
-  fastify.addHook('onRequest', async (request) => {
+  fastify.addHook('onRequest', (request, _reply, done) => {
     const contentType = request.headers['content-type'];
     if (contentType !== undefined && !MEDIA_TYPE.test(contentType.split(';')[0].trim())) delete request.headers['content-type'];
+    done();
   });
   // Requests Node's HTTP parser refuses (malformed, headers too large, too slow) never reach a route; Fastify's
   // own answer for them lacks error_message. It is the only listener, registered when the instance was made.

@@ -16,16 +16,17 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  */
 export function registerBrowserRequestGuard(fastify: FastifyInstance, publicBaseUrl: string): void {
   const publicOrigin = new URL(publicBaseUrl).origin;
-  fastify.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+  fastify.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
     // The matched route, not the raw url: no encoding or query string can move a request around the check.
     const route = request.routeOptions.url;
-    if (!route?.startsWith(BROWSER_ROUTE_PREFIX) || SAFE_METHODS.has(request.method)) return;
+    if (!route?.startsWith(BROWSER_ROUTE_PREFIX) || SAFE_METHODS.has(request.method)) return done();
     if (!originAllowed(request.headers.origin, request.headers.host, publicOrigin)) {
-      return refuse(reply, ErrorCode.Forbidden, 'Cross-site requests are refused: this page is not part of this service');
+      return void refuse(reply, ErrorCode.Forbidden, 'Cross-site requests are refused: this page is not part of this service');
     }
     if (!isJson(request.headers['content-type'])) {
-      return refuse(reply, ErrorCode.UnsupportedMediaType, 'Send the body as application/json');
+      return void refuse(reply, ErrorCode.UnsupportedMediaType, 'Send the body as application/json');
     }
+    done();
   });
 }
 
