@@ -1,5 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { AuthModule, OperationGuard } from '@ws/auth';
 import { apiValidationPipe, AppConfig, ConfigModule } from '@ws/common';
 import { DatabaseModule } from '@ws/database';
@@ -24,7 +24,7 @@ import { ClientSessionController } from './client/client-session.controller';
 import { ApiExceptionFilter } from './errors/api-exception.filter';
 import { GatewayModule } from './gateway/gateway.module';
 import { HealthController } from './health.controller';
-import { IdempotencyInterceptor } from './idempotency/idempotency.interceptor';
+import { withIdempotentRoutes } from './idempotency/idempotent-routes';
 import { StorageApiModule } from './storage/storage.module';
 import { GroupsController } from './public-api/groups.controller';
 import { ImagesController } from './public-api/images.controller';
@@ -43,12 +43,15 @@ import { WebhooksController } from './public-api/webhooks.controller';
 import { WorkspacesController } from './public-api/workspaces.controller';
 import { WebhooksModule } from '@ws/webhooks';
 
-/** Every controller of the api (the OpenAPI document is generated from these: apps/api/src/openapi). */
-export const API_CONTROLLERS = [
+/**
+ * Every controller of the api (the OpenAPI document is generated from these: apps/api/src/openapi); the catalog's
+ * idempotent operations take an Idempotency-Key.
+ */
+export const API_CONTROLLERS = withIdempotentRoutes([
   UsersController, GroupsController, SessionTokensController, WorkspacesController, WorkspaceStreamsController, ImagesController, RecordingsController,
   StagingController, CastingController, LicensingController, EgressController, WebhooksController, ClientLoginController, ClientSessionController,
   ClientConnectController, ClientCastController, WorkspaceFilesController, HealthController,
-];
+]);
 
 @Module({})
 export class AppModule {
@@ -60,7 +63,6 @@ export class AppModule {
       providers: [
         { provide: APP_GUARD, useClass: OperationGuard },
         { provide: APP_FILTER, useClass: ApiExceptionFilter },
-        { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
         { provide: APP_PIPE, useFactory: apiValidationPipe },
       ],
     };
