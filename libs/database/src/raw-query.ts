@@ -21,16 +21,19 @@ type EntityClass<T> = new () => T;
 const selectLists = new WeakMap<DataSource, Map<string, string>>();
 
 /**
- * Every column of `entity` as `<alias>.<column> AS <prefix><column>`, for a raw select that `hydrate`
- * turns back into the entity. The list comes from TypeORM's metadata, so it follows the entity.
+ * Every column of `entity` (or only those of `properties`, for a read that needs a few) as
+ * `<alias>.<column> AS <prefix><column>`, for a raw select that `hydrate` turns back into the entity. The list
+ * comes from TypeORM's metadata, so it follows the entity.
  */
-export function selectColumns(db: DataSource, entity: EntityClass<object>, alias: string, prefix = ''): string {
+export function selectColumns<T extends object>(db: DataSource, entity: EntityClass<T>, alias: string, prefix = '', properties?: ReadonlyArray<keyof T & string>): string {
   let lists = selectLists.get(db);
   if (!lists) selectLists.set(db, (lists = new Map()));
-  const key = `${entity.name}:${alias}:${prefix}`;
+  const key = `${entity.name}:${alias}:${prefix}:${properties?.join(',') ?? '*'}`;
   let list = lists.get(key);
   if (list === undefined) {
-    list = storedColumns(db, entity).map((c) => `${alias}.${c.databaseName} AS ${prefix}${c.databaseName}`).join(', ');
+    const columns = storedColumns(db, entity).filter((c) => !properties || properties.includes(c.propertyName as keyof T & string));
+    if (properties && columns.length !== properties.length) throw new Error(`${entity.name} has no column for some of ${properties.join(', ')}`);
+    list = columns.map((c) => `${alias}.${c.databaseName} AS ${prefix}${c.databaseName}`).join(', ');
     lists.set(key, list);
   }
   return list;

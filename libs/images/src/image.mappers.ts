@@ -2,7 +2,7 @@ import { toWireId } from '@ws/common';
 import type { Image } from './image.entity';
 import { portMapOf } from './images.service';
 
-export const toImageRef = (i: Image) => ({ image_id: toWireId(i.id), name: i.name, image_src: i.imageSrc, friendly_name: i.friendlyName });
+export const toImageRef = (i: Pick<Image, 'id' | 'name' | 'imageSrc' | 'friendlyName'>) => ({ image_id: toWireId(i.id), name: i.name, image_src: i.imageSrc, friendly_name: i.friendlyName });
 
 /** An item of get_images: every field of the spec's Image table. */
 export function toImageResponse(i: Image, names: { zoneName?: string | null } = {}) {

@@ -155,7 +155,7 @@ export class ImagesService {
 }
 
 /** name → container port from the image's port_map attributes; vnc 5900/tcp when none is given. */
-export function portMapOf(image: Image): Record<string, string> {
+export function portMapOf(image: Pick<Image, 'attributes'>): Record<string, string> {
   const entries = (image.attributes ?? []).filter((a) => a.category === 'port_map').map((a) => [a.name, a.value] as const);
   return entries.length ? Object.fromEntries(entries) : { vnc: '5900/tcp' };
 }

@@ -4,6 +4,7 @@ import { hydrate, rawQuery, selectColumns } from '@ws/database';
 import { Image, ImageAttribute } from '@ws/images';
 import { Server } from '@ws/servers';
 import { LIVE_STATUSES, Workspace } from '../workspace.entity';
+import { MAPPED_IMAGE_FIELDS, MAPPED_SERVER_FIELDS, type MappedWorkspace } from './workspace.mappers';
 
 export type WorkspaceTarget = { workspaceId: string } | { shareId: string };
 
@@ -23,21 +24,23 @@ export async function findLiveWorkspace(workspaces: Repository<Workspace>, targe
 }
 
 /**
- * Every live workspace (oldest first) with image, attributes and server, and its owner's username: get_workspaces.
- * With `ids`, only those (a page's).
+ * Every live workspace (oldest first) with its owner's username, and of its image (with attributes) and server
+ * the fields the wire shows: get_workspaces. With `ids`, only those (a page's). Only those fields are selected:
+ * the image's and server's other columns (JSON documents, timestamps) cost more to parse than the rest of the row.
  */
-export async function findAllLive(workspaces: Repository<Workspace>, ids?: string[]): Promise<Array<{ workspace: Workspace; username: string | null }>> {
+export async function findAllLive(workspaces: Repository<Workspace>, ids?: string[]): Promise<Array<{ workspace: MappedWorkspace; username: string | null }>> {
   const db = workspaces.manager.connection;
   const rows = await rawQuery(
     db,
-    `SELECT ${selectColumns(db, Workspace, 'w', 'w_')}, ${selectColumns(db, Image, 'i', 'i_')}, ${selectColumns(db, ImageAttribute, 'a', 'a_')}, ${selectColumns(db, Server, 's', 's_')}, u.username AS u_username
+    `SELECT ${selectColumns(db, Workspace, 'w', 'w_')}, ${selectColumns(db, Image, 'i', 'i_', MAPPED_IMAGE_FIELDS)}, ${selectColumns(db, ImageAttribute, 'a', 'a_')},
+            ${selectColumns(db, Server, 's', 's_', MAPPED_SERVER_FIELDS)}, u.username AS u_username
        FROM workspaces w LEFT JOIN images i ON i.id = w.image_id LEFT JOIN image_attributes a ON a.image_id = i.id
        LEFT JOIN servers s ON s.id = w.server_id LEFT JOIN users u ON u.id = w.user_id
       WHERE w.status = ANY($1)${ids ? ' AND w.id = ANY($2::uuid[])' : ''} ORDER BY w.start_date ASC, w.id ASC`,
     ids ? [LIVE_STATUSES, ids] : [LIVE_STATUSES],
   );
-  const found: Array<{ workspace: Workspace; username: string | null }> = [];
-  let last: Workspace | null = null;
+  const found: Array<{ workspace: MappedWorkspace; username: string | null }> = [];
+  let last: MappedWorkspace | null = null;
   for (const row of rows) {
     if (last === null || last.id !== row.w_id) {
       last = withRelations(db, row);

@@ -22,6 +22,15 @@ export function operationalStatus(status: WorkspaceStatus): string {
   }
 }
 
+/** The image fields the wire mapping reads (get_workspaces selects only these). */
+export const MAPPED_IMAGE_FIELDS = ['id', 'name', 'imageSrc', 'friendlyName', 'kind'] as const satisfies ReadonlyArray<keyof Image>;
+export type MappedImage = Pick<Image, (typeof MAPPED_IMAGE_FIELDS)[number] | 'attributes'>;
+/** The server fields the wire mapping reads, health included. */
+export const MAPPED_SERVER_FIELDS = ['id', 'hostname', 'publishHost', 'provider', 'zoneId', 'health', 'healthReason', 'healthCheckedAt', 'downSince'] as const satisfies ReadonlyArray<keyof Server>;
+export type MappedServer = Pick<Server, (typeof MAPPED_SERVER_FIELDS)[number]>;
+/** A workspace as the mappers read it: its own columns, and of its image and server what the wire shows. */
+export type MappedWorkspace = Omit<Workspace, 'image' | 'server'> & { image?: MappedImage | null; server?: MappedServer | null };
+
 export const connectPath = (workspaceId: string, userId: string, jwt: string) => `/#/connect/workspace/${toWireId(workspaceId)}/${toWireId(userId)}/${jwt}`;
 export const joinPath = (shareId: string, userId: string, jwt: string) => `/#/connect/join/${shareId}/${toWireId(userId)}/${jwt}`;
 
@@ -29,7 +38,7 @@ export const joinPath = (shareId: string, userId: string, jwt: string) => `/#/co
 export const streamPath = (workspaceId: string, service: string) => `api/stream/${toWireId(workspaceId)}/${service}`;
 
 /** The spec's Workspace object; `workspace.image` and `workspace.server` must be loaded. */
-export function toWorkspaceResponse(w: Workspace, clientSettings: ClientSettings) {
+export function toWorkspaceResponse(w: MappedWorkspace, clientSettings: ClientSettings) {
   const image = w.image;
   const server = w.server ?? null;
   const direct = w.serverConnection?.mode === 'direct' ? w.serverConnection : null;
@@ -107,7 +116,7 @@ export function serverHealthOf(server: Pick<Server, 'health' | 'healthReason' | 
  * An item of get_workspaces: the Workspace object plus its server (with its health) and user, and the
  * operational_message get_workspace_status would give (the host's unreachability first).
  */
-export function toWorkspaceListItem(w: Workspace, clientSettings: ClientSettings, username: string | null, zoneName: string | null) {
+export function toWorkspaceListItem(w: MappedWorkspace, clientSettings: ClientSettings, username: string | null, zoneName: string | null) {
   return {
     ...toWorkspaceResponse(w, clientSettings),
     server: w.server ? { port: w.hostPorts.vnc ?? null, hostname: w.server.hostname, zone_name: zoneName, provider: w.server.provider, ...serverHealthOf(w.server) } : null,
