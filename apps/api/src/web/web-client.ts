@@ -39,7 +39,8 @@ export async function registerWebClient(fastify: FastifyInstance, options: { cap
   const publicDir = join(root, 'apps', 'web', 'public');
   const novncDir = join(root, 'node_modules', '@novnc', 'novnc');
   if (!existsSync(join(publicDir, 'index.html'))) throw new Error(`browser client not found: ${join(publicDir, 'index.html')} is missing`);
-  if (!existsSync(join(novncDir, 'core', 'rfb.js'))) throw new Error(`noVNC not found: ${join(novncDir, 'core', 'rfb.js')} is missing (npm ci)`);
+  const viewerEntry = join(novncDir, 'core', 'rfb.js');
+  if (!existsSync(viewerEntry)) throw new Error(`noVNC not found: ${viewerEntry} is missing (npm ci)`);
 
   const sources: Array<[string, string]> = listFiles(publicDir).filter((file) => file !== 'index.html').map((file) => [file, join(publicDir, file)]);
   // Only the library itself (core/ and vendor/), and only what a browser loads from it.
@@ -49,7 +50,7 @@ export async function registerWebClient(fastify: FastifyInstance, options: { cap
   const novncVersion = (JSON.parse(readFileSync(join(novncDir, 'package.json'), 'utf8')) as { version: string }).version;
   const assets = new WebAssets(sources, [
     [CLIENT_BUNDLE, bundleModule(join(publicDir, CLIENT_ENTRY), `/* workspace-server browser client; sources at /${CLIENT_ENTRY} and its imports */`)],
-    [VIEWER_BUNDLE, bundleModule(join(novncDir, 'core', 'rfb.js'), `/*! noVNC ${novncVersion}, https://github.com/novnc/noVNC, MPL-2.0; sources at /${VIEWER_MODULE} and its imports */`)],
+    [VIEWER_BUNDLE, bundleModule(viewerEntry, `/*! noVNC ${novncVersion}, https://github.com/novnc/noVNC, MPL-2.0; sources at /${VIEWER_MODULE} and its imports */`)],
   ]);
   const prefix = `/assets/${assets.version}/`;
   const page = new WebAsset(Buffer.from(renderPage(readFileSync(join(publicDir, 'index.html'), 'utf8'), assets, prefix)), 'index.html');
