@@ -17,60 +17,11 @@ bash scripts/ensure-media-tools.sh
 images=$(mktemp -d)
 # A failed step ends the run: the builds still going end with it (each cleans up after itself).
 trap 'jobs -p | xargs -r kill 2>/dev/null; rm -rf "$images"' EXIT
-# The four test images are built at the same time. None is made from another (each is its own debootstrap rootfs,
-# scripts/lib/debootstrap-image.sh; the servers image is committed from its own base; the compose images, built
-# later, use none of them). What they share is debootstrap's package cache, /var/cache/workspace-server/debootstrap,
-# and two debootstraps must not fill it at once: a missing .deb is downloaded straight to its final name in the
-# cache (wget -O, no temporary file, no lock), and a second run that finds the half-written file fails its checksum,
-# deletes it and downloads it again under the first one, which may then copy a truncated .deb into its rootfs or
-# give up after its retries. A cached .deb whose checksum matches is only read (and copied into the rootfs). So when
-# an image is to be built, one `debootstrap --download-only` of the packages of the images to build fills the cache
-# first, and the builds only read it: debootstrap takes the first of alternative dependencies whatever else is
-# installed, so what a union of package lists needs is the union of what each needs. (A cache dir per image would
-# need a change to debootstrap-image.sh, whose content is part of every image's tag, and would download the
-# packages they have in common once per image.)
-test_image_recipes=(  # name, build script, the tag's repository and recipe directories (as in the script)
-  "desktop build-desktop-image.sh workspace-server/desktop images/desktop images/bridge"
-  "browser build-browser-image.sh workspace-server/browser images/desktop images/browser"
-  "egress build-egress-image.sh workspace-server/egress images/egress"
-  "servers build-test-server-images.sh workspace-server/test-servers images/test-servers"
-)
-# Fills debootstrap's cache with the packages of the test images that are not built yet (nothing to do, and no
-# network, when all are). Explicit checks, whether `set -e` applies or not.
-seed_debootstrap_cache() (
-  # shellcheck source-path=SCRIPTDIR source=lib/common.sh
-  . scripts/lib/common.sh
-  # shellcheck source-path=SCRIPTDIR source=lib/debootstrap-image.sh
-  . scripts/lib/debootstrap-image.sh
-  # shellcheck disable=SC2034  # REPO_DIR, RECIPE_RELS and HASHED_RELS are the library's inputs to _dbi_recipe_hash
-  REPO_DIR=$PWD
-  local entry name script repo rels recipes=() packages mirror cache=/var/cache/workspace-server/debootstrap
-  for entry in "${test_image_recipes[@]}"; do
-    read -r name script repo rels <<<"$entry"
-    read -r -a RECIPE_RELS <<<"$rels"
-    # shellcheck disable=SC2034
-    HASHED_RELS=("scripts/$script" scripts/lib/debootstrap-image.sh)
-    docker image inspect "$repo:$(_dbi_recipe_hash)" >/dev/null 2>&1 || recipes+=("${RECIPE_RELS[@]}")
-  done
-  [ "${#recipes[@]}" -gt 0 ] || return 0
-  # Also keeps the builds from each installing debootstrap at the same time on a fresh machine.
-  ( with_lock apt 600
-    have debootstrap || apt_install debootstrap
-    [ -r /usr/share/keyrings/debian-archive-keyring.gpg ] || apt_install debian-archive-keyring ) || exit 1
-  packages="$(for d in "${recipes[@]}"; do [ ! -f "$d/packages.txt" ] || sed -e 's/#.*//' "$d/packages.txt"; done |
-    tr -s ' \t\r\n' '\n' | sed '/^$/d' | LC_ALL=C sort -u | paste -sd, -)"
-  mirror="$(debian_mirror bookworm)" || exit 1
-  as_root mkdir -p "$cache" /var/tmp || exit 1
-  _seed_target="$(as_root mktemp -d /var/tmp/workspace-debootstrap-seed.XXXXXX)" || exit 1
-  trap 'as_root rm -rf --one-file-system "$_seed_target"' EXIT
-  local start=$SECONDS
-  log "filling $cache for $(printf '%s\n' "${recipes[@]}" | LC_ALL=C sort -u | paste -sd' ' -) (debootstrap --download-only)"
-  if ! as_root timeout --kill-after=30 1200 debootstrap --download-only --variant=minbase --include="$packages" \
-      --cache-dir="$cache" bookworm "$_seed_target" "$mirror" >"$images/debootstrap-seed.log" 2>&1; then
-    tail -n 40 "$images/debootstrap-seed.log" >&2
-    die "debootstrap --download-only failed (or exceeded 1200s)"
-  fi
-  log "debootstrap cache filled in $(( SECONDS - start ))s"
+# The four test images are built at the same time: none is made from another (each is its own debootstrap rootfs;
+# the servers image is committed from its own base; the compose images, built later, use none of them). They share
+# debootstrap's package cache, which each build fills under a lock before building (scripts/lib/debootstrap-image.sh).
+test_images_to_build=(  # name and build script
+  "desktop build-desktop-image.sh" "browser build-browser-image.sh" "egress build-egress-image.sh" "servers build-test-server-images.sh"
 )
 # Each build's stdout (its tag: the last line) into $images/<name>.tag; its stderr to ours, with the lines it does
 # not prefix itself (debootstrap's) prefixed with its name. The first failure ends the run and the other builds
@@ -79,12 +30,8 @@ build_test_images() {
   local entry name script pid rc
   local -A building=()  # pid -> "name script"
   trap 'kill "${!building[@]}" 2>/dev/null; exit 143' TERM  # from the EXIT trap above
-  seed_debootstrap_cache &  # in the background, so that the trap runs at once
-  building[$!]="cache"
-  wait "$!" || { log "filling the debootstrap cache for the test images failed"; return 1; }
-  building=()
-  for entry in "${test_image_recipes[@]}"; do
-    read -r name script _ <<<"$entry"
+  for entry in "${test_images_to_build[@]}"; do
+    read -r name script <<<"$entry"
     bash "scripts/$script" >"$images/$name.out" 2> >(sed -u "/^\[$script\] /!s/^/[$script] /" >&2) &
     building[$!]="$name $script"
   done

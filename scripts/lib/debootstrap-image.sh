@@ -52,8 +52,6 @@ build_debootstrap_image() {
   with_lock "${IMAGE_REPO##*/}-image" 1800
   if _dbi_exists; then log "image $tag is up to date (built by a concurrent run)"; printf '%s\n' "$tag"; return 0; fi
 
-  have debootstrap || apt_install debootstrap
-  [ -r /usr/share/keyrings/debian-archive-keyring.gpg ] || apt_install debian-archive-keyring
   local mirror packages
   mirror="$(debian_mirror "$suite")"
   packages="$(for d in "${RECIPE_RELS[@]}"; do [ -f "$REPO_DIR/$d/packages.txt" ] && sed -e 's/#.*//' "$REPO_DIR/$d/packages.txt"; done |
@@ -70,6 +68,19 @@ build_debootstrap_image() {
   local start=$SECONDS
   log "building $tag (debootstrap $suite from $mirror into $rootfs)"
   log "packages: $packages"
+  # Several builds may run at once (npm test builds its images together) and share the package cache, which
+  # debootstrap fills without a lock: a missing .deb is fetched straight to its final name, and a second run that
+  # finds it half-written deletes it and fetches it again under the first. So installing debootstrap and the
+  # downloads run one build at a time, under a lock, into a scratch target; the build proper only reads the cache.
+  if ! ( with_lock debootstrap-cache "$BUILD_TIMEOUT"
+         have debootstrap || apt_install debootstrap
+         [ -r /usr/share/keyrings/debian-archive-keyring.gpg ] || apt_install debian-archive-keyring
+         as_root timeout --kill-after=30 "$BUILD_TIMEOUT" debootstrap --download-only --variant=minbase --include="$packages" \
+           --cache-dir="$cache_dir" "$suite" "$rootfs/.download" "$mirror" >&2 ); then
+    die "debootstrap could not download the packages (or exceeded ${BUILD_TIMEOUT}s)"
+  fi
+  as_root rm -rf --one-file-system "$rootfs/.download"
+  log "packages in the cache after $(( SECONDS - start ))s"
   if ! as_root timeout --kill-after=30 "$BUILD_TIMEOUT" debootstrap --variant=minbase --include="$packages" \
         --cache-dir="$cache_dir" "$suite" "$rootfs" "$mirror" >&2; then
     [ -r "$rootfs/debootstrap/debootstrap.log" ] && { log "last lines of debootstrap.log:"; tail -n 40 "$rootfs/debootstrap/debootstrap.log" >&2; }
