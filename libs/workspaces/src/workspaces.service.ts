@@ -3,7 +3,7 @@ import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, Repository } from 'typeorm';
 import { addSeconds, ApiError, ErrorCode, parseId, toWireId } from '@ws/common';
 import { EffectiveGroupSettings, usageWindowStart } from '@ws/groups';
-import { findLiveWorkspace } from './reads/workspace-lookup';
+import { findLiveWorkspace, findLiveWorkspaceStatus, type StatusWorkspace } from './reads/workspace-lookup';
 import { Workspace } from './workspace.entity';
 import { operationalStatus } from './reads/workspace.mappers';
 import { WorkspaceSettings } from './reads/workspace-settings.service';
@@ -70,6 +70,13 @@ export class WorkspacesService {
    */
   async findLive(workspaceId: string, userId: string): Promise<Workspace> {
     const workspace = await findLiveWorkspace(this.workspaces, { workspaceId });
+    if (parseId(userId) !== workspace.userId) throw ApiError.invalidId('workspace_id', workspaceId);
+    return workspace;
+  }
+
+  /** findLive for get_workspace_status: of the image, only what the wire shows. */
+  async findLiveStatus(workspaceId: string, userId: string): Promise<StatusWorkspace> {
+    const workspace = await findLiveWorkspaceStatus(this.workspaces, workspaceId);
     if (parseId(userId) !== workspace.userId) throw ApiError.invalidId('workspace_id', workspaceId);
     return workspace;
   }

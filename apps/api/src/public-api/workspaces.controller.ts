@@ -28,7 +28,7 @@ export class WorkspacesController {
 
   @Operation('get_workspace_status')
   async status(@Body() body: WorkspaceStatusRequest) {
-    return this.reads.status(await this.workspaces.findLive(body.workspace_id, body.user_id), body.skip_agent_check);
+    return this.reads.status(await this.workspaces.findLiveStatus(body.workspace_id, body.user_id), body.skip_agent_check);
   }
 
   @Operation('join_workspace')

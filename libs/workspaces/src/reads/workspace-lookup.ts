@@ -4,7 +4,7 @@ import { hydrate, rawQuery, selectColumns } from '@ws/database';
 import { Image, ImageAttribute } from '@ws/images';
 import { Server } from '@ws/servers';
 import { LIVE_STATUSES, Workspace } from '../workspace.entity';
-import { MAPPED_IMAGE_FIELDS, MAPPED_SERVER_FIELDS, type MappedWorkspace } from './workspace.mappers';
+import { MAPPED_IMAGE_FIELDS, MAPPED_SERVER_FIELDS, type MappedImage, type MappedWorkspace } from './workspace.mappers';
 
 export type WorkspaceTarget = { workspaceId: string } | { shareId: string };
 
@@ -12,13 +12,28 @@ const SHARE_ID = /^[0-9a-f]{32}$/;
 
 /** A live workspace with its image (and attributes) and server, by id (either layout) or share id; 400 `Invalid …` otherwise. */
 export async function findLiveWorkspace(workspaces: Repository<Workspace>, target: WorkspaceTarget): Promise<Workspace> {
+  return findLive(workspaces, target, undefined);
+}
+
+/**
+ * findLiveWorkspace for get_workspace_status, which shows of the image only what the wire shows (the polled call:
+ * the image's JSON documents are the costliest columns of the row to parse). The server is whole: the container
+ * check asks its Docker host.
+ */
+export async function findLiveWorkspaceStatus(workspaces: Repository<Workspace>, workspaceId: string): Promise<StatusWorkspace> {
+  return findLive(workspaces, { workspaceId }, MAPPED_IMAGE_FIELDS);
+}
+
+export type StatusWorkspace = Omit<Workspace, 'image'> & { image?: MappedImage | null };
+
+async function findLive(workspaces: Repository<Workspace>, target: WorkspaceTarget, imageFields: ReadonlyArray<keyof Image & string> | undefined): Promise<Workspace> {
   if ('shareId' in target) {
-    const workspace = SHARE_ID.test(target.shareId) ? await loadLive(workspaces, 'share_id', target.shareId) : null;
+    const workspace = SHARE_ID.test(target.shareId) ? await loadLive(workspaces, 'share_id', target.shareId, imageFields) : null;
     if (!workspace) throw ApiError.invalidId('share_id', target.shareId);
     return workspace;
   }
   const id = parseId(target.workspaceId);
-  const workspace = id ? await loadLive(workspaces, 'id', id) : null;
+  const workspace = id ? await loadLive(workspaces, 'id', id, imageFields) : null;
   if (!workspace) throw ApiError.invalidId('workspace_id', target.workspaceId);
   return workspace;
 }
@@ -57,11 +72,11 @@ export async function findAllLive(workspaces: Repository<Workspace>, ids?: strin
  * lookup starts most workspace operations, and TypeORM's find with relations costs two statements (a
  * DISTINCT pass, then the joins) and several times their CPU in query building and hydration.
  */
-async function loadLive(workspaces: Repository<Workspace>, column: 'id' | 'share_id', value: string): Promise<Workspace | null> {
+async function loadLive(workspaces: Repository<Workspace>, column: 'id' | 'share_id', value: string, imageFields?: ReadonlyArray<keyof Image & string>): Promise<Workspace | null> {
   const db = workspaces.manager.connection;
   const rows = await rawQuery(
     db,
-    `SELECT ${selectColumns(db, Workspace, 'w', 'w_')}, ${selectColumns(db, Image, 'i', 'i_')}, ${selectColumns(db, ImageAttribute, 'a', 'a_')}, ${selectColumns(db, Server, 's', 's_')}
+    `SELECT ${selectColumns(db, Workspace, 'w', 'w_')}, ${selectColumns(db, Image, 'i', 'i_', imageFields)}, ${selectColumns(db, ImageAttribute, 'a', 'a_')}, ${selectColumns(db, Server, 's', 's_')}
        FROM workspaces w LEFT JOIN images i ON i.id = w.image_id LEFT JOIN image_attributes a ON a.image_id = i.id LEFT JOIN servers s ON s.id = w.server_id
       WHERE w.${column} = $1 AND w.status = ANY($2)`,
     [value, LIVE_STATUSES],

@@ -8,7 +8,7 @@ import { effectiveSettings } from '@ws/groups';
 import { IssuedToken, SessionTokensService, UsersService } from '@ws/users';
 import { agentFailure } from '../runtime/agent-failure';
 import type { JoinWorkspaceRequest } from '../dto/workspace.requests';
-import { findAllLive, findLiveWorkspace } from './workspace-lookup';
+import { findAllLive, findLiveWorkspace, type StatusWorkspace } from './workspace-lookup';
 import { LIVE_STATUSES, Workspace } from '../workspace.entity';
 import { connectPath, hostUnreachableMessage, joinPath, operationalStatus, serverHealthOf, toWorkspaceListItem, toWorkspaceResponse } from './workspace.mappers';
 import { WorkspaceLifecycle } from '../lifecycle/workspace-lifecycle.service';
@@ -31,7 +31,7 @@ export class WorkspaceReads {
   ) {}
 
   /** get_workspace_status of a live workspace (resolved and owner-checked at the request edge). */
-  async status(found: Workspace, skipAgentCheck = false) {
+  async status(found: StatusWorkspace, skipAgentCheck = false) {
     let workspace = found;
     // Its host marked down: reported from the server's row, without asking the host (no call waits on it) or
     // touching the workspace, which is back as it was when the host answers.
@@ -99,7 +99,7 @@ export class WorkspaceReads {
   }
 
   /** Asks the Docker host whether the container still runs; a vanished container fails the workspace. */
-  private async checkContainer(workspace: Workspace): Promise<Workspace> {
+  private async checkContainer(workspace: StatusWorkspace): Promise<StatusWorkspace> {
     if (!workspace.server || !workspace.containerId) return workspace;
     let running: boolean;
     let detail = '';
@@ -119,7 +119,7 @@ export class WorkspaceReads {
   }
 
   /** A new connection link: renews the owner's session token, so every earlier link stops working. */
-  private async renewLink(workspace: Workspace): Promise<string> {
+  private async renewLink(workspace: Pick<Workspace, 'id' | 'userId' | 'sessionTokenId'>): Promise<string> {
     const userId = workspace.userId as string;
     let issued: IssuedToken | null = workspace.sessionTokenId ? await this.tokens.renewIfLive(workspace.sessionTokenId, { workspace_id: workspace.id }) : null;
     if (!issued) {
@@ -138,7 +138,7 @@ function viewerResponse<T extends { port_map: Record<string, unknown> }>(respons
   return { ...response, port_map: shown };
 }
 
-function notRunningMessage(w: Workspace): string {
+function notRunningMessage(w: Pick<Workspace, 'id' | 'status' | 'operationalMessage'>): string {
   switch (w.status) {
     case 'starting':
       return `Workspace (${toWireId(w.id)}) is starting`;
