@@ -8,6 +8,7 @@ import { newId } from '@ws/common';
 import { hydrate, rawQuery, selectColumns } from '@ws/database';
 import { ImageAttribute } from '@ws/images';
 import { SessionToken } from '@ws/users';
+import { findWorkspaceToProvision, Workspace } from '@ws/workspaces';
 import { insertWorkspaceRow } from './fixtures';
 import { TestApi, TestKey } from './harness';
 
@@ -49,6 +50,15 @@ describe('raw rows hydrate as TypeORM loads them', () => {
     }
     // The seeded shapes were all compared (and more: settings, groups, licenses…).
     expect(checked).toEqual(expect.arrayContaining(['Workspace', 'Image', 'ImageAttribute', 'Server', 'Zone', 'User', 'SessionToken', 'Group', 'Setting']));
+  });
+
+  it("a provision run's workspace loads with its relations as TypeORM's find with them", async () => {
+    const [{ id }] = (await db.query("SELECT w.id FROM workspaces w JOIN users u ON u.id = w.user_id WHERE u.username = 'hydrated'")) as Array<{ id: string }>;
+    const repository = db.getRepository(Workspace);
+    const loaded = await repository.findOne({ where: { id }, relations: { image: { attributes: true }, server: true, user: true } });
+    expect(loaded?.image?.attributes).toHaveLength(1);
+    expect(await findWorkspaceToProvision(repository, id)).toStrictEqual(loaded);
+    expect(await findWorkspaceToProvision(repository, '00000000-0000-4000-8000-000000000000')).toBeNull();
   });
 
   it('a row without its primary key (an unmatched LEFT JOIN) is no entity', async () => {

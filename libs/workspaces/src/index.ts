@@ -45,6 +45,6 @@ export { WorkspacesModule } from './workspaces.module';
 export { WorkspacesService } from './workspaces.service';
 export { bindSessionToken, countLiveWorkspaces, countReadyStaged, setClientSettingsOverride, liveUnassignedStaged, pickReadyStaged, stagedPool, stagingOriginOf, unassignedStaged } from './reads/staged-workspaces';
 export type { StagedRow } from './reads/staged-workspaces';
-export { existingWorkspaceIds, latestRunningWorkspace } from './reads/workspace-lookup';
+export { existingWorkspaceIds, findWorkspaceToProvision, latestRunningWorkspace } from './reads/workspace-lookup';
 export { serverCapacity, stagedCounts, workspacesByStatusAndServer } from './reads/fleet-figures';
 export type { ServerFigures } from './reads/fleet-figures';

@@ -3,9 +3,11 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { In, IsNull, LessThan, Not, Repository } from 'typeorm';
 import { containerNameFor, DockerHost, DockerHosts, egressSidecarNameFor, LABELS } from '@ws/agent';
 import { AppConfig } from '@ws/common';
+import { rawQuery } from '@ws/database';
 import { Metrics } from '@ws/metrics';
 import { jobId, JobProducer, PermanentFailure } from '@ws/queue';
 import { Server } from '@ws/servers';
+import { findWorkspaceToProvision } from '../reads/workspace-lookup';
 import { LIVE_STATUSES, Workspace } from '../workspace.entity';
 import { WorkspaceEgress } from '../egress/workspace-egress.service';
 import { WorkspaceLifecycle } from '../lifecycle/workspace-lifecycle.service';
@@ -52,7 +54,7 @@ export class WorkspaceRuntime {
    * already running (an earlier run died after starting it) continues from the readiness wait.
    */
   async provision(workspaceId: string, attempt: ProvisionAttempt): Promise<void> {
-    const workspace = await this.workspaces.findOne({ where: { id: workspaceId }, relations: { image: { attributes: true }, server: true, user: true } });
+    const workspace = await findWorkspaceToProvision(this.workspaces, workspaceId);
     if (!workspace || workspace.status !== 'starting') return; // destroyed meanwhile, or done by an earlier run
     let strategy: ProvisionStrategy;
     try {
@@ -84,8 +86,8 @@ export class WorkspaceRuntime {
    * pool's workspace, `cold` for one a launch asked for. Only a run that left the workspace running counts.
    */
   private async observeProvision(workspace: Workspace): Promise<void> {
-    const now = await this.workspaces.findOne({ where: { id: workspace.id }, select: { id: true, status: true } }).catch(() => null);
-    if (now?.status !== 'running') return;
+    const now = await rawQuery<{ status: string }>(this.workspaces.manager.connection, 'SELECT status FROM workspaces WHERE id = $1', [workspace.id]).catch(() => []);
+    if (now[0]?.status !== 'running') return;
     this.metrics.provisionDuration.observe({ kind: workspace.stagingConfigId ? 'staged' : 'cold' }, Math.max(0, Date.now() - workspace.createdAt.getTime()) / 1000);
   }
 
