@@ -17,7 +17,15 @@ export async function rawQuery<T extends QueryResultRow>(db: DataSource, sql: st
 
 type EntityClass<T> = new () => T;
 
-/** Per data source and entity: the select list of every column under a prefix (built once). */
+/** Per data source: what `make` builds for `key` (from the entity metadata, which a data source never changes), built once. */
+function builtOnce<V>(cache: WeakMap<DataSource, Map<string, V>>, db: DataSource, key: string, make: () => V): V {
+  let built = cache.get(db);
+  if (!built) cache.set(db, (built = new Map()));
+  let value = built.get(key);
+  if (value === undefined) built.set(key, (value = make()));
+  return value;
+}
+
 const selectLists = new WeakMap<DataSource, Map<string, string>>();
 
 /**
@@ -26,17 +34,11 @@ const selectLists = new WeakMap<DataSource, Map<string, string>>();
  * comes from TypeORM's metadata, so it follows the entity.
  */
 export function selectColumns<T extends object>(db: DataSource, entity: EntityClass<T>, alias: string, prefix = '', properties?: ReadonlyArray<keyof T & string>): string {
-  let lists = selectLists.get(db);
-  if (!lists) selectLists.set(db, (lists = new Map()));
-  const key = `${entity.name}:${alias}:${prefix}:${properties?.join(',') ?? '*'}`;
-  let list = lists.get(key);
-  if (list === undefined) {
+  return builtOnce(selectLists, db, `${entity.name}:${alias}:${prefix}:${properties?.join(',') ?? '*'}`, () => {
     const columns = storedColumns(db, entity).filter((c) => !properties || properties.includes(c.propertyName as keyof T & string));
     if (properties && columns.length !== properties.length) throw new Error(`${entity.name} has no column for some of ${properties.join(', ')}`);
-    list = columns.map((c) => `${alias}.${c.databaseName} AS ${prefix}${c.databaseName}`).join(', ');
-    lists.set(key, list);
-  }
-  return list;
+    return columns.map((c) => `${alias}.${c.databaseName} AS ${prefix}${c.databaseName}`).join(', ');
+  });
 }
 
 /**
@@ -45,7 +47,7 @@ export function selectColumns<T extends object>(db: DataSource, entity: EntityCl
  * select hydrates exactly like a find. Null when the row has no primary key there (an unmatched LEFT JOIN).
  */
 export function hydrate<T extends object>(db: DataSource, entity: EntityClass<T>, row: Record<string, unknown>, prefix = ''): T | null {
-  return hydratorOf(db, entity, prefix)(row);
+  return (builtOnce(hydrators, db, `${entity.name}:${prefix}`, () => planHydrator(db, entity, prefix)) as Hydrator<T>)(row);
 }
 
 /**
@@ -61,20 +63,11 @@ type Hydrator<T> = (row: Record<string, unknown>) => T | null;
 const hydrators = new WeakMap<DataSource, Map<string, Hydrator<object>>>();
 
 /**
- * `hydrate` for one entity and prefix, planned once: the reads of every request hydrate a few hundred columns,
- * and asking the driver column by column which conversion applies cost as much as the rest of the mapping.
+ * `hydrate`'s work for one entity and prefix, planned once: the reads of every request hydrate a few hundred
+ * columns, and asking the driver column by column which conversion applies cost as much as the rest of the mapping.
  * A column the driver would return unchanged (a plain string type, no transformer, not embedded) is copied;
  * every other one still goes through the driver and its transformer, exactly as TypeORM does it.
  */
-export function hydratorOf<T extends object>(db: DataSource, entity: EntityClass<T>, prefix = ''): Hydrator<T> {
-  let byEntity = hydrators.get(db);
-  if (!byEntity) hydrators.set(db, (byEntity = new Map()));
-  const key = `${entity.name}:${prefix}`;
-  let hydrator = byEntity.get(key);
-  if (!hydrator) byEntity.set(key, (hydrator = planHydrator(db, entity, prefix)));
-  return hydrator as Hydrator<T>;
-}
-
 function planHydrator<T extends object>(db: DataSource, entity: EntityClass<T>, prefix: string): Hydrator<T> {
   const keys = db.getMetadata(entity).primaryColumns.map((c) => prefix + c.databaseName);
   const columns = storedColumns(db, entity).map((column) => ({
