@@ -1,7 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { AuthModule, OperationGuard } from '@ws/auth';
-import { apiValidationPipe, AppConfig, ConfigModule } from '@ws/common';
+import { ApiValidationPipe, AppConfig, ConfigModule } from '@ws/common';
 import { DatabaseModule } from '@ws/database';
 import { QueueModule } from '@ws/queue';
 import { ServerSessionsModule } from '@ws/server-sessions';
@@ -63,7 +63,7 @@ export class AppModule {
       providers: [
         { provide: APP_GUARD, useClass: OperationGuard },
         { provide: APP_FILTER, useClass: ApiExceptionFilter },
-        { provide: APP_PIPE, useFactory: apiValidationPipe },
+        { provide: APP_PIPE, useClass: ApiValidationPipe },
       ],
     };
   }

@@ -86,10 +86,6 @@ function rememberRuleLookups(): void {
   };
 }
 
-export function apiValidationPipe(): PipeTransform {
-  return new ApiValidationPipe();
-}
-
 /** May be omitted, but when present (even null) must pass the other validators: for non-nullable fields. */
 export const Settable = () => ValidateIf((_object: object, value: unknown) => value !== undefined);
 
