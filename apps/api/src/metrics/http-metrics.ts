@@ -4,11 +4,12 @@ import type { Metrics } from '@ws/metrics';
 const PUBLIC_OPERATION = /^\/api\/public\/([a-z0-9_]+)$/;
 
 /**
- * The api's request metrics, from one Fastify hook at each answer (latency is Fastify's own `elapsedTime`): requests by operation and status code, latency by
- * operation, 401s (failed authentications) and 429s (rate-limit refusals). The operation is the @Operation name
- * of a `/api/public/<operation>` route, the route pattern of any other route, `unmatched` for a path no route
- * has: the label's values are bounded by the routes. `metrics` is read at each answer, so the hooks can be
- * registered before the application (which makes the Metrics) exists.
+ * The api's request metrics, from one Fastify hook at each answer (latency is Fastify's own `elapsedTime`):
+ * requests by operation and status code, latency by operation, 401s (failed authentications) and 429s
+ * (rate-limit refusals). The operation is the @Operation name of a `/api/public/<operation>` route, the route
+ * pattern of any other route, `unmatched` for a path no route has: the label's values are bounded by the routes.
+ * `metrics` is read at each answer, so the hook can be registered before the application (which makes the
+ * Metrics) exists.
  */
 export function registerHttpMetrics(fastify: FastifyInstance, metrics: () => Metrics | undefined): void {
   fastify.addHook('onResponse', (request, reply, done) => {

@@ -13,7 +13,7 @@ const SHARE_ID = /^[0-9a-f]{32}$/;
 
 /** A live workspace with its image (and attributes) and server, by id (either layout) or share id; 400 `Invalid …` otherwise. */
 export async function findLiveWorkspace(workspaces: Repository<Workspace>, target: WorkspaceTarget): Promise<Workspace> {
-  return findLive(workspaces, target, undefined);
+  return findLive(workspaces, target);
 }
 
 /**
@@ -27,7 +27,7 @@ export async function findLiveWorkspaceStatus(workspaces: Repository<Workspace>,
 
 export type StatusWorkspace = Omit<Workspace, 'image'> & { image?: MappedImage | null };
 
-async function findLive(workspaces: Repository<Workspace>, target: WorkspaceTarget, imageFields: ReadonlyArray<keyof Image & string> | undefined): Promise<Workspace> {
+async function findLive(workspaces: Repository<Workspace>, target: WorkspaceTarget, imageFields?: ReadonlyArray<keyof Image & string>): Promise<Workspace> {
   if ('shareId' in target) {
     const workspace = SHARE_ID.test(target.shareId) ? await loadLive(workspaces, 'share_id', target.shareId, imageFields) : null;
     if (!workspace) throw ApiError.invalidId('share_id', target.shareId);
