@@ -15,6 +15,7 @@
  * a loaded box needs for the xterm to start. The race was timing-dependent (about one launch in three stalled
  * that long), so several launches are made.
  */
+import { execFileSync } from 'node:child_process';
 import { ImagesService } from '@ws/images';
 import { RfbFrame } from '@ws/stream';
 import { desktopImage, TestApi, TestKey } from './harness';
@@ -52,9 +53,10 @@ describe('the first window of a fresh workspace reaches a connected client', () 
   let key: TestKey;
   let admin: TestKey;
   let imageId: string;
+  let imageName: string;
 
   beforeAll(async () => {
-    const imageName = desktopImage(); // before the worker starts: a build blocks this process
+    imageName = desktopImage(); // before the worker starts: a build blocks this process
     api = await TestApi.start({ WORKER_LOCK_MS: 3000 }, { worker: true });
     base = await api.listen();
     await registerLocalServer(api);
@@ -63,6 +65,15 @@ describe('the first window of a fresh workspace reaches a connected client', () 
     admin = await api.key(['Global Admin']);
   }, 600_000);
   afterAll(async () => api?.close());
+
+  // fontconfig trusts a directory's cache only while the directory's mtime matches it to the nanosecond; a void
+  // cache made openbox rescan every font in each new container (~0.2-0.5 s before the first window). A program
+  // that finds a void cache writes a fresh one under $HOME/.cache/fontconfig.
+  it("finds the image's font caches current, so no program rebuilds them in a new container", () => {
+    const script = 'fc-list >/dev/null && if [ -e "$HOME/.cache/fontconfig" ]; then ls "$HOME/.cache/fontconfig"; fi';
+    const rebuilt = execFileSync('docker', ['run', '--rm', '--network', 'none', '--entrypoint', 'sh', imageName, '-c', script], { encoding: 'utf8', timeout: 60_000 });
+    expect(rebuilt.split('\n').filter((name) => /\.cache-\d+$/.test(name))).toEqual([]);
+  }, 90_000);
 
   it(`shows the xterm in the stream opened as soon as the workspace runs (${LAUNCHES} launches)`, async () => {
     const outcomes: string[] = [];
