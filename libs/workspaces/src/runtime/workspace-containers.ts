@@ -20,29 +20,36 @@ export class WorkspaceContainers {
    * it starts (a bridge's connection file, a persistent profile), and started.
    */
   async start(workspace: Workspace, target: ProvisionTarget, spec: WorkspaceContainerSpec, prepare: (containerId: string) => Promise<void>, signal?: AbortSignal): Promise<ContainerState> {
-    const { host, server } = target;
+    const { host } = target;
     const running = await runningContainerOf(host, spec.name, spec.labels, spec.ports);
     if (running) return running;
-    await this.lifecycle.progress(workspace.id, 20, 'Creating the container');
-    if (spec.network === WORKSPACE_NETWORK.name) await ensureWorkspaceNetwork(host); // isolated bridge, see docs/decisions.md
-    else if (spec.network && !(await networkExists(host, spec.network))) {
-      throw new PermanentFailure(`The Docker network ${spec.network} does not exist on the server ${server.hostname}; create it there (docker network create) or change the image's network_name`);
-    }
+    // A progress write goes beside the Docker call it announces, not before it: the start is what a person waits
+    // for. Both settle before the next step; a container started whose id the row lacks is still found by its
+    // name and labels (the next attempt adopts it above; the reconciler removes it if the workspace is gone).
+    await Promise.all([this.lifecycle.progress(workspace.id, 20, 'Creating the container'), this.checkNetwork(target, spec)]);
     const { containerId } = await host.createWorkspaceContainer(spec);
     await prepare(containerId);
     signal?.throwIfAborted();
-    await this.lifecycle.progress(workspace.id, 40, 'Starting the container', { containerId });
-    signal?.throwIfAborted();
-    await host.start(containerId);
+    await Promise.all([this.lifecycle.progress(workspace.id, 40, 'Starting the container', { containerId }), host.start(containerId)]);
     return host.inspect(containerId, spec.ports);
+  }
+
+  /** The workspace network exists: ours is made when missing (isolated bridge, see docs/decisions.md); an operator's must exist. */
+  private async checkNetwork({ host, server }: ProvisionTarget, spec: WorkspaceContainerSpec): Promise<void> {
+    if (spec.network === WORKSPACE_NETWORK.name) await ensureWorkspaceNetwork(host);
+    else if (spec.network && !(await networkExists(host, spec.network))) {
+      throw new PermanentFailure(`The Docker network ${spec.network} does not exist on the server ${server.hostname}; create it there (docker network create) or change the image's network_name`);
+    }
   }
 
   /** Until the container's VNC server answers RFB (bounded). */
   async waitForDesktop(workspace: Workspace, target: ProvisionTarget, state: ContainerState, spec: WorkspaceContainerSpec, signal?: AbortSignal): Promise<void> {
     const vncPort = state.hostPorts.vnc;
     if (!vncPort) throw new PermanentFailure(`The image ${spec.image} publishes no vnc port`);
-    await this.lifecycle.progress(workspace.id, 60, 'Waiting for the desktop', { containerId: state.id });
-    await target.host.waitForRfb(target.server.publishHost, vncPort, { timeoutMs: RFB_TIMEOUT_MS, signal });
+    await Promise.all([
+      this.lifecycle.progress(workspace.id, 60, 'Waiting for the desktop', { containerId: state.id }),
+      target.host.waitForRfb(target.server.publishHost, vncPort, { timeoutMs: RFB_TIMEOUT_MS, signal }),
+    ]);
   }
 
   /** The workspace `running` in this container; false (and the container removed) when it was destroyed while starting. */
