@@ -2,7 +2,7 @@ import { ApiError } from '@ws/common';
 import { checkCapacitySettings } from '@ws/servers';
 import type { Image } from '@ws/images';
 import type { Server } from '@ws/servers';
-import { byRoom, isEligible, isUp, offeredCores, offeredMemory, placementPredicates } from './placement';
+import { byRoom, isEligible, isUp, LOCK_WAIT_SLICE_MAX_MS, LOCK_WAIT_SLICE_MS, LOCK_WAIT_SLICES, lockWaitSliceMs, offeredCores, offeredMemory, placementPredicates } from './placement';
 
 describe('server capacity settings', () => {
   it('placement offers cores and memory times the overcommit factors', () => {
@@ -57,5 +57,13 @@ describe('placement order', () => {
     expect(firsts.filter((id) => id === 'a')).toHaveLength(8);
     expect(firsts.filter((id) => id === 'b')).toHaveLength(8);
     expect(byRoom(tied, 7).map((s) => s.id)).toEqual(['b', 'a', 'z']);
+  });
+
+  it('waits for a held row in short slices, then in longer ones up to the cap (a long queue rebalances without spinning)', () => {
+    expect(lockWaitSliceMs(0)).toBe(LOCK_WAIT_SLICE_MS);
+    expect(lockWaitSliceMs(LOCK_WAIT_SLICES - 1)).toBe(LOCK_WAIT_SLICE_MS);
+    expect(lockWaitSliceMs(LOCK_WAIT_SLICES)).toBe(2 * LOCK_WAIT_SLICE_MS);
+    expect(lockWaitSliceMs(LOCK_WAIT_SLICES + 1)).toBe(4 * LOCK_WAIT_SLICE_MS);
+    expect(lockWaitSliceMs(LOCK_WAIT_SLICES + 100)).toBe(LOCK_WAIT_SLICE_MAX_MS);
   });
 });

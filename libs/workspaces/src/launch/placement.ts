@@ -121,8 +121,20 @@ export function byRoom(candidates: Array<{ server: Server; room: Allocated }>, t
 
 /** How long a placement waits at once for a server row another launch holds, before it reads everyone's room again. */
 export const LOCK_WAIT_SLICE_MS = 25;
-/** Slices before it waits for good (about a second in all, more under load): the answer stays exact, never a false 503. */
+/** Short slices first; then each slice is twice as long as the one before, up to LOCK_WAIT_SLICE_MAX_MS. */
 export const LOCK_WAIT_SLICES = 40;
+export const LOCK_WAIT_SLICE_MAX_MS = 200;
+/**
+ * How long a placement keeps re-reading the room between slices, from its first slice, before it waits for each held
+ * row in turn (bounded then by the transaction's statement timeout): the answer stays exact, never a false 503.
+ */
+export const LOCK_REBALANCE_MS = 10_000;
+
+/** The n-th slice's length: LOCK_WAIT_SLICE_MS for the first LOCK_WAIT_SLICES, then doubling up to the cap. */
+export function lockWaitSliceMs(slice: number): number {
+  if (slice < LOCK_WAIT_SLICES) return LOCK_WAIT_SLICE_MS;
+  return Math.min(LOCK_WAIT_SLICE_MAX_MS, LOCK_WAIT_SLICE_MS * 2 ** Math.min(8, slice - LOCK_WAIT_SLICES + 1));
+}
 
 /**
  * The second half, inside the caller's transaction: orders the planned servers by their room as allocated now
@@ -130,14 +142,16 @@ export const LOCK_WAIT_SLICES = 40;
  * lock. Candidates are tried with SKIP LOCKED, in order; a row that no longer fits under its lock is let go at once
  * (a savepoint rolled back), so a transaction holds at most one server lock. When every candidate with room is held
  * by another launch (each holds its server's row from this step to its commit), it waits for the first for a slice
- * (LOCK_WAIT_SLICE_MS), then reads the room again and starts over: a queue that formed on one server while another
- * freed up moves over, where waiting on the first row to the end had sent a burst of 16 over two hosts 11/5. After
- * LOCK_WAIT_SLICES it waits for each held row in turn, so the answer is exact.
+ * (lockWaitSliceMs), then reads the room again and starts over: a queue that formed on one server while another
+ * freed up moves over, where waiting on the first row to the end had sent a burst of 16 over two hosts 11/5. The
+ * slices grow, so a long queue (a loaded machine) keeps rebalancing without spinning; only after LOCK_REBALANCE_MS
+ * does it wait for each held row in turn (a burst that queued past the short slices had gone 7/5/4 over three).
  */
 export async function lockPlacedServer(tx: EntityManager, plan: PlacementPlan): Promise<Server> {
   const { image, constraints } = plan;
   // One ticket per launch: every slice deals the same launch the same turn among servers with equal room.
   const [{ ticket }]: Array<{ ticket: string }> = await tx.query("SELECT nextval('placement_tickets') AS ticket");
+  const rebalanceUntil = Date.now() + LOCK_REBALANCE_MS;
   for (let slice = 0; ; slice++) {
     const held: Server[] = [];
     for (const server of await leastAllocatedFirst(tx, plan.candidates, image, Number(ticket))) {
@@ -146,8 +160,8 @@ export async function lockPlacedServer(tx: EntityManager, plan: PlacementPlan): 
       else if (outcome) return outcome;
     }
     if (held.length === 0) break;
-    if (slice < LOCK_WAIT_SLICES) {
-      const outcome = await tryServer(tx, held[0].id, image, constraints, LOCK_WAIT_SLICE_MS);
+    if (Date.now() < rebalanceUntil) {
+      const outcome = await tryServer(tx, held[0].id, image, constraints, lockWaitSliceMs(slice));
       if (outcome && outcome !== 'locked') return outcome;
       continue;
     }
