@@ -14,7 +14,7 @@ const shared = {
   testEnvironment: 'node',
 };
 /**
- * e2e suites that must have the machine to themselves when suites run two at a time (scripts/test.sh): they start a
+ * e2e suites that must have the machine to themselves when suites run several at a time (scripts/test.sh): they start a
  * second dockerd with bridges of its own, a whole compose stack, or measure recovery from faults they inject on
  * timers that a neighbour's load would stretch. WS_E2E_GROUP=shared runs every other suite; =alone, just these.
  */

@@ -69,11 +69,11 @@ use_compose_images() {
 WS_TEST_LOG_DIR="test-results/logs/run-$(date -u +%Y%m%dT%H%M%SZ)-$$"
 export WS_TEST_LOG_DIR
 # e2e: each file has its own database, Redis prefix and deployment id, so the whole suite runs E2E_WORKERS files at
-# a time (default 2), then the few that need the machine to themselves (E2E_ALONE in jest.config.js) one by one.
-# Files named on the command line run one at a time, as before. --forceExit: a handle a failed test leaves open
+# a time (default 3: docs/decisions/operations.md), then the few that need the machine to themselves (E2E_ALONE in
+# jest.config.js) one by one. Files named on the command line run one at a time, as before. --forceExit: a handle a failed test leaves open
 # must not keep the run from ending (the failure is already reported).
 if [ "$#" -eq 0 ]; then
-  WS_E2E_GROUP=shared npx jest --selectProjects e2e --maxWorkers="${E2E_WORKERS:-2}" --passWithNoTests --forceExit || e2e_failed=1
+  WS_E2E_GROUP=shared npx jest --selectProjects e2e --maxWorkers="${E2E_WORKERS:-3}" --passWithNoTests --forceExit || e2e_failed=1
   use_compose_images
   WS_E2E_GROUP=alone npx jest --selectProjects e2e --runInBand --passWithNoTests --forceExit || e2e_failed=1
 else
