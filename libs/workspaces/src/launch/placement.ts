@@ -125,7 +125,7 @@ export const LOCK_WAIT_SLICE_MS = 25;
 export const LOCK_WAIT_SLICES = 40;
 export const LOCK_WAIT_SLICE_MAX_MS = 200;
 /**
- * How long a placement keeps re-reading the room between slices, from its first slice, before it waits for each held
+ * How long a placement keeps re-reading the room between slices, from its first read, before it waits for each held
  * row in turn (bounded then by the transaction's statement timeout): the answer stays exact, never a false 503.
  */
 export const LOCK_REBALANCE_MS = 10_000;
@@ -133,7 +133,7 @@ export const LOCK_REBALANCE_MS = 10_000;
 /** The n-th slice's length: LOCK_WAIT_SLICE_MS for the first LOCK_WAIT_SLICES, then doubling up to the cap. */
 export function lockWaitSliceMs(slice: number): number {
   if (slice < LOCK_WAIT_SLICES) return LOCK_WAIT_SLICE_MS;
-  return Math.min(LOCK_WAIT_SLICE_MAX_MS, LOCK_WAIT_SLICE_MS * 2 ** Math.min(8, slice - LOCK_WAIT_SLICES + 1));
+  return Math.min(LOCK_WAIT_SLICE_MAX_MS, LOCK_WAIT_SLICE_MS * 2 ** (slice - LOCK_WAIT_SLICES + 1));
 }
 
 /**
