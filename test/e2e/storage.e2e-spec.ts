@@ -19,18 +19,28 @@ const MiB = 1024 * 1024;
 setFlagsFromString('--expose-gc');
 const collectGarbage = runInNewContext('gc') as () => void;
 
+/** Counts streamed bytes: a full collection after every 4 MiB, then `afterCollection` (a memory sample). */
+function collectEvery4MiB(afterCollection?: () => void): (bytes: number) => void {
+  let sinceCollection = 0;
+  return (bytes) => {
+    sinceCollection += bytes;
+    if (sinceCollection < 4 * MiB) return;
+    sinceCollection = 0;
+    collectGarbage();
+    afterCollection?.();
+  };
+}
+
 /** A stream of `chunks` random MiB, generated as read (never held whole); `sha256` is ready once it has ended. */
 function generated(chunks: number, afterCollection?: () => void): { body: Readable; size: number; sha256: () => string } {
   const hash = createHash('sha256');
+  const streamed = collectEvery4MiB(afterCollection);
   let digest = '';
   async function* produce() {
     for (let i = 0; i < chunks; i++) {
       const chunk = randomBytes(MiB);
       hash.update(chunk);
-      if (i % 4 === 3) {
-        collectGarbage();
-        afterCollection?.();
-      }
+      streamed(chunk.length);
       yield chunk;
     }
     digest = hash.digest('hex');
@@ -40,15 +50,10 @@ function generated(chunks: number, afterCollection?: () => void): { body: Readab
 
 /** `body` as it is read, with a full collection every 4 MiB (as `generated` does while sending). */
 function collectingWhileRead(body: Readable, afterCollection: () => void): Readable {
+  const streamed = collectEvery4MiB(afterCollection);
   async function* pass() {
-    let sinceCollection = 0;
     for await (const chunk of body) {
-      sinceCollection += (chunk as Buffer).length;
-      if (sinceCollection >= 4 * MiB) {
-        sinceCollection = 0;
-        collectGarbage();
-        afterCollection();
-      }
+      streamed((chunk as Buffer).length);
       yield chunk as Buffer;
     }
   }
@@ -179,12 +184,11 @@ describe('object storage: one contract, file:// and s3:// backends', () => {
       // collection, every 4 MiB streamed each way. Not a peak of RSS: garbage V8 lets wait for a collection (up to
       // 64 MiB of external memory) and what glibc keeps after a free swung that from 33 to 59 MiB for one upload.
       const held = () => process.memoryUsage().external;
-      let peak = 0;
-      const sample = () => (peak = Math.max(peak, held()));
-      const source = generated(128, sample);
       collectGarbage();
       const before = held();
-      peak = before;
+      let peak = before;
+      const sample = () => (peak = Math.max(peak, held()));
+      const source = generated(128, sample);
       const put = await putVerified(store(), 'large/128mib', source.body);
       expect(put.size).toBe(source.size);
       expect(put.sha256).toBe(source.sha256());
