@@ -63,14 +63,14 @@ tunnel_state() {
   now=$(date +%s)
   # tunnel_state runs in a subshell each second: what it saw last is kept in a file.
   [ -r "$RUN/wg-liveness" ] && read -r seen_rx seen_at probed_at <"$RUN/wg-liveness"
-  rx=$(wg show wg0 transfer 2>/dev/null | awk '{ print $2; exit }')
+  # The peer's latest handshake and bytes received, in one call (the dump's second line: the only peer).
+  read -r hs rx < <(wg show wg0 dump 2>/dev/null | awk 'NR == 2 { print $5, $6; exit }')
   [ "${rx:-0}" != "$seen_rx" ] && { seen_rx=${rx:-0}; seen_at=$now; }
   if [ -n "$probe_ip" ] && [ $(( now - probed_at )) -ge $PROBE_S ]; then
     { printf 'workspace-server egress probe\n' >"/dev/udp/$probe_ip/9"; } 2>/dev/null
     probed_at=$now
   fi
   echo "$seen_rx $seen_at $probed_at" >"$RUN/wg-liveness"
-  hs=$(wg show wg0 latest-handshakes 2>/dev/null | awk '{ print $2; exit }')
   if [ -n "$hs" ] && [ "$hs" -gt 0 ] && [ $(( now - hs )) -lt 180 ] && { [ -z "$probe_ip" ] || [ $(( now - seen_at )) -lt $SILENT_S ]; }; then
     echo up
   else
