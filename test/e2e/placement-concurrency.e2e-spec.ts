@@ -1,15 +1,16 @@
 /**
  * Issue 24, point 3: placement locks only the server it picks. Concurrent placements fill every server exactly
  * to its capacity (never over it), spread over the servers, and a placement does not wait for a transaction that
- * holds another server's row. A launch queued for a row lock past the statement bound runs its transaction again.
+ * holds another server's placement lock, nor turn away from a server whose row another writer (a health round) holds.
+ * A launch queued for a row lock past the statement bound runs its transaction again.
  * Rows only: no container is started.
  */
-import { DataSource, EntityManager } from 'typeorm';
+import { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { ApiError, ErrorCode, newId, parseId, randomSecret, toWireId } from '@ws/common';
 import { Image, ImagesService } from '@ws/images';
 import { Server, ServersService } from '@ws/servers';
 import { ZonesService } from '@ws/zones';
-import { countLiveWorkspaces, reserveServer, Workspace } from '@ws/workspaces';
+import { countLiveWorkspaces, PLACEMENT_LOCK_KEY_SQL, reserveServer, ServerRetirement, Workspace } from '@ws/workspaces';
 import { TestApi, TestKey, waitFor } from './harness';
 
 describe('placement under concurrency (issue 24)', () => {
@@ -38,6 +39,14 @@ describe('placement under concurrency (issue 24)', () => {
       viewOnlyToken: randomSecret(), shareId: randomSecret(16), startDate: now, keepaliveDate: now, expirationDate: new Date(now.getTime() + 3600_000),
     };
   };
+  /** Holds these servers' placement locks in the runner's transaction, as launches in flight would. */
+  const holdPlacement = async (runner: QueryRunner, held: Server[]) => {
+    for (const server of held) await runner.query(`SELECT pg_advisory_xact_lock(${PLACEMENT_LOCK_KEY_SQL})`, [server.id]);
+  };
+  const placementsWaiting = async () => {
+    const [w] = (await db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory' AND query LIKE '%pg_advisory_xact_lock(hashtextextended(''ws_placement:''%'`)) as Array<{ n: number }>;
+    return w.n > 0 ? true : undefined;
+  };
   const place = (tx: EntityManager) => reserveServer(tx, image).then(async (server) => {
     await tx.getRepository(Workspace).insert(row(server));
     return server.hostname;
@@ -58,7 +67,7 @@ describe('placement under concurrency (issue 24)', () => {
     await runner.startTransaction();
     try {
       // Another transaction holds p1 and p2 (as two placements in flight would).
-      await runner.query('SELECT id FROM servers WHERE hostname IN ($1, $2) FOR UPDATE', ['p1', 'p2']);
+      await holdPlacement(runner, [servers[0], servers[1]]);
       // Were it to wait for either, lock_timeout would fail it instead of hanging.
       const hostname = await db.transaction(async (tx) => {
         await tx.query(`SET LOCAL lock_timeout = '30s'`);
@@ -71,19 +80,38 @@ describe('placement under concurrency (issue 24)', () => {
     }
   });
 
+  it('a writer holding the roomiest server\'s row (a health round, an operator) neither diverts a placement nor is waited for', async () => {
+    await db.query(`UPDATE workspaces SET status = 'deleted'`);
+    const [p1, p2, p3] = servers;
+    // p1 has the most room; its row is being written (the health round's check time), uncommitted.
+    await db.getRepository(Workspace).insert([row(p2), row(p3)]);
+    const writer = db.createQueryRunner();
+    await writer.connect();
+    await writer.startTransaction();
+    try {
+      await writer.query('UPDATE servers SET health_checked_at = now() WHERE id = $1', [p1.id]);
+      const hostname = await db.transaction(async (tx) => {
+        await tx.query(`SET LOCAL lock_timeout = '30s'`);
+        return place(tx);
+      });
+      expect(hostname).toBe('p1');
+    } finally {
+      await writer.rollbackTransaction();
+      await writer.release();
+      await db.query(`UPDATE workspaces SET status = 'deleted'`);
+    }
+  });
+
   it('when every server with room is held, it waits for them rather than answering NoCapacity', async () => {
     const runner = db.createQueryRunner();
     await runner.connect();
     await runner.startTransaction();
     let settled = false;
     try {
-      await runner.query('SELECT id FROM servers FOR UPDATE');
+      await holdPlacement(runner, servers);
       const placing = db.transaction(place).finally(() => (settled = true));
-      // The placement is blocked on a row lock: PostgreSQL shows it waiting.
-      await waitFor('the placement waiting for a server row', async () => {
-        const [w] = (await db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM servers WHERE id = $1 FOR NO KEY UPDATE%'`)) as Array<{ n: number }>;
-        return w.n > 0 ? true : undefined;
-      }, 15_000, 50);
+      // The placement is blocked on a server's lock: PostgreSQL shows it waiting.
+      await waitFor('the placement waiting for a server', placementsWaiting, 15_000, 50);
       expect(settled).toBe(false);
       await runner.rollbackTransaction();
       expect(['p1', 'p2', 'p3']).toContain(await placing);
@@ -105,13 +133,10 @@ describe('placement under concurrency (issue 24)', () => {
       await runner.startTransaction();
     }
     try {
-      await holdFirst.query('SELECT id FROM servers WHERE id = $1 FOR UPDATE', [p1.id]);
-      await holdOthers.query('SELECT id FROM servers WHERE id = ANY($1) FOR UPDATE', [[p2.id, p3.id]]);
+      await holdPlacement(holdFirst, [p1]);
+      await holdPlacement(holdOthers, [p2, p3]);
       const placing = db.transaction(place);
-      await waitFor('the placement waiting for a server row', async () => {
-        const [w] = (await db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM servers WHERE id = $1 FOR NO KEY UPDATE%'`)) as Array<{ n: number }>;
-        return w.n > 0 ? true : undefined;
-      }, 15_000, 10);
+      await waitFor('the placement waiting for a server', placementsWaiting, 15_000, 10);
       await holdOthers.rollbackTransaction();
       // p1 is still held: the placement read the room again and took a server that is free now.
       expect(['p2', 'p3']).toContain(await placing);
@@ -139,6 +164,32 @@ describe('placement under concurrency (issue 24)', () => {
     expect(counts).toHaveLength(3);
     expect(Math.max(...counts) - Math.min(...counts)).toBeLessThanOrEqual(2);
     await db.query(`UPDATE workspaces SET status = 'deleted' WHERE image_id = $1`, [small.id]);
+  });
+
+  it('server remove counts under the placement lock: it waits for a launch placing on the server, then refuses', async () => {
+    const zone = await api.app.get(ZonesService).ensure('default');
+    const p4 = await api.app.get(ServersService).upsert({ hostname: 'p4', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 1, memory: 8 * 1024 ** 3 });
+    const retirement = api.app.get(ServerRetirement);
+    const launch = db.createQueryRunner();
+    await launch.connect();
+    await launch.startTransaction();
+    try {
+      await holdPlacement(launch, [p4]);
+      let settled = false;
+      const removing = retirement.remove('p4').then(() => 'removed', (err: ApiError) => err.code).finally(() => (settled = true));
+      await waitFor('the removal waiting for the placement', placementsWaiting, 15_000, 50);
+      expect(settled).toBe(false);
+      // The launch commits its workspace on p4: the removal, counting after it, refuses.
+      await launch.manager.getRepository(Workspace).insert(row(p4));
+      await launch.commitTransaction();
+      expect(await removing).toBe(ErrorCode.Conflict);
+      await db.query('DELETE FROM workspaces WHERE server_id = $1', [p4.id]);
+      await retirement.remove('p4');
+      expect(await db.getRepository(Server).findOneBy({ id: p4.id })).toBeNull();
+    } finally {
+      if (launch.isTransactionActive) await launch.rollbackTransaction();
+      await launch.release();
+    }
   });
 
   it('the seat counter (a trigger on workspaces) stays equal to the live rows through inserts, status changes and deletes', async () => {

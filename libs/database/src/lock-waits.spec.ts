@@ -12,6 +12,13 @@ describe('isLockWaitTimeout', () => {
     expect(isLockWaitTimeout(pgError({ code: '55P03' }))).toBe(true);
   });
 
+  it('is a statement that only waited for an advisory lock (a launch queued for its server), which pg gives no context', () => {
+    const cancelled = pgError({ code: '57014' });
+    expect(isLockWaitTimeout(new QueryFailedError("SELECT pg_advisory_xact_lock(hashtextextended('ws_placement:' || $1::text, 0)) IS NOT NULL AS locked", [], cancelled))).toBe(true);
+    expect(isLockWaitTimeout(new QueryFailedError('SELECT pg_sleep(10), pg_advisory_xact_lock(1)', [], cancelled))).toBe(false);
+    expect(isLockWaitTimeout(new QueryFailedError('SELECT pg_try_advisory_xact_lock(1)', [], cancelled))).toBe(false);
+  });
+
   it('is not any other cancelled statement or error (a slow or stalled server stays an outage)', () => {
     expect(isLockWaitTimeout(pgError({ code: '57014' }))).toBe(false);
     expect(isLockWaitTimeout(pgError({ code: '57014', where: 'SQL statement "SELECT pg_sleep(10)"' }))).toBe(false);

@@ -1,13 +1,17 @@
 /**
- * A statement cancelled while it waited for a row lock (SQLSTATE 55P03, or 57014 from statement_timeout with
- * PostgreSQL's context "while locking/updating/deleting tuple"): the rows were busy, not the server down. A caller
- * that queues for a hot row (a launch for its server's row and the seat counter) may run its transaction again;
- * any other cancelled statement stays an outage (503).
+ * A statement cancelled while it waited for a lock (SQLSTATE 55P03, or 57014 from statement_timeout with
+ * PostgreSQL's context "while locking/updating/deleting tuple", or on a statement that is only a blocking advisory
+ * lock, which PostgreSQL gives no context): the rows were busy, not the server down. A caller that queues for a hot
+ * lock (a launch for its server's placement lock and the seat counter's row) may run its transaction again; any
+ * other cancelled statement stays an outage (503).
  */
 export function isLockWaitTimeout(err: unknown): boolean {
   const { code, where } = driverError(err);
   if (code === '55P03') return true;
-  return code === '57014' && typeof where === 'string' && /while (locking|updating|deleting) tuple/.test(where);
+  if (code !== '57014') return false;
+  if (typeof where === 'string' && /while (locking|updating|deleting) tuple/.test(where)) return true;
+  const query = (err as { query?: unknown } | null)?.query;
+  return typeof query === 'string' && /^\s*SELECT pg_advisory_xact_lock\(/.test(query);
 }
 
 /** lock_not_available (55P03): a lock was not had within lock_timeout (or at once, with NOWAIT). */

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { Repository } from 'typeorm';
+import { EntityManager, Repository } from 'typeorm';
 import { DockerHosts } from '@ws/agent';
 import { ApiError, ErrorCode, newId } from '@ws/common';
 import { findByRef } from '@ws/database';
@@ -100,9 +100,9 @@ export class ServersService {
     return this.servers.findOneOrFail({ where: { id: server.id }, relations: { zone: true } });
   }
 
-  /** Deletes the row; whether it may go (no live workspace on it) is the workspaces library's ServerRetirement. */
-  async remove(server: Server): Promise<void> {
-    await this.servers.delete({ id: server.id });
+  /** Deletes the row (in the caller's transaction, given one); whether it may go is the workspaces library's ServerRetirement. */
+  async remove(server: Server, tx?: EntityManager): Promise<void> {
+    await (tx?.getRepository(Server) ?? this.servers).delete({ id: server.id });
     this.hosts.evict(server.id);
   }
 }

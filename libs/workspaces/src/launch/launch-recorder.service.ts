@@ -95,9 +95,9 @@ export class LaunchRecorder {
    * Placement is planned before the transaction, with no lock (planPlacement: its refusals come at once). Then one
    * transaction, its locks always in this order (no deadlock between launches and staging, which takes a server
    * then a seat): what the steps reserve (an egress connection; a server session's sealed columns), the chosen
-   * server's row only (lockPlacedServer, capacity read again under it; other servers stay free for concurrent
-   * launches), a seat under the license's session limit (the seat counter's row, countLiveWorkspaces), then the
-   * workspace row (`starting`, event `requested`; the outbox takes no lock). The server and seat rows are taken
+   * server's placement lock only (lockPlacedServer, capacity read again under it; other servers stay free for
+   * concurrent launches), a seat under the license's session limit (the seat counter's row, countLiveWorkspaces), then the
+   * workspace row (`starting`, event `requested`; the outbox takes no lock). The server and seat locks are taken
    * last, so launches on one server take turns only for the insert and the commit, however slow the steps are.
    * Whether a Docker host is needed is known before (launch.needsDockerHost, the server connection step's
    * decision): a VNC server reached directly needs none.

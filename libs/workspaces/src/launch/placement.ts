@@ -60,8 +60,8 @@ const free = (s: Server, used: Allocated | undefined) => ({
 /**
  * Picks an eligible, up server with room for the image, least allocated first (the most free cores, then memory,
  * after overcommit: a larger host takes proportionally more; ties in turn), inside the caller's transaction,
- * and locks only that server's row (FOR NO KEY UPDATE: rows that merely refer to the server, such as its image
- * inventory, are not held up) until the caller commits the workspace row it inserts: concurrent
+ * and holds only that server's placement lock (PLACEMENT_LOCK_KEY_SQL: not the row, which health rounds and
+ * operators update) until the caller commits the workspace row it inserts: concurrent
  * launches on different servers do not wait for each other, and two launches on one server cannot both take its
  * last slot, because its free capacity is read again under its lock (every placement on a server holds that
  * server's lock from this read to its commit). planPlacement and lockPlacedServer apart: see there.
@@ -81,7 +81,7 @@ export interface PlacementPlan {
  * The first half of placement, with no lock: the eligible, up servers that hold the image. Its refusals (no server
  * may run the image, all are down, the image is on none) come from here, so a
  * caller may plan before its transaction and take the lock (lockPlacedServer) last, just before its insert: the
- * server row is then held only for the insert and the commit, not for the reads and reservations before them.
+ * server's lock is then held only for the insert and the commit, not for the reads and reservations before them.
  */
 export async function planPlacement(db: EntityManager, image: Image, constraints: PlacementConstraints = {}): Promise<PlacementPlan> {
   const servers = await db.getRepository(Server).find();
@@ -119,14 +119,14 @@ export function byRoom(candidates: Array<{ server: Server; room: Allocated }>, t
   return ordered;
 }
 
-/** How long a placement waits at once for a server row another launch holds, before it reads everyone's room again. */
+/** How long a placement waits at once for a server another launch holds, before it reads everyone's room again. */
 export const LOCK_WAIT_SLICE_MS = 25;
 /** Short slices first; then each slice is twice as long as the one before, up to LOCK_WAIT_SLICE_MAX_MS. */
 export const LOCK_WAIT_SLICES = 40;
 export const LOCK_WAIT_SLICE_MAX_MS = 200;
 /**
  * How long a placement keeps re-reading the room between slices, from its first read, before it waits for each held
- * row in turn (bounded then by the transaction's statement timeout): the answer stays exact, never a false 503.
+ * server in turn (bounded then by the transaction's statement timeout): the answer stays exact, never a false 503.
  */
 export const LOCK_REBALANCE_MS = 10_000;
 
@@ -139,13 +139,13 @@ export function lockWaitSliceMs(slice: number): number {
 /**
  * The second half, inside the caller's transaction: orders the planned servers by their room as allocated now
  * (least allocated first: launches committed since the plan count) and locks the first that still fits under its
- * lock. Candidates are tried with SKIP LOCKED, in order; a row that no longer fits under its lock is let go at once
+ * lock. Candidates are tried without waiting, in order; one that no longer fits under its lock is let go at once
  * (a savepoint rolled back), so a transaction holds at most one server lock. When every candidate with room is held
- * by another launch (each holds its server's row from this step to its commit), it waits for the first for a slice
+ * by another launch (each holds its server's lock from this step to its commit), it waits for the first for a slice
  * (lockWaitSliceMs), then reads the room again and starts over: a queue that formed on one server while another
- * freed up moves over, where waiting on the first row to the end had sent a burst of 16 over two hosts 11/5. The
+ * freed up moves over, where waiting on the first server to the end had sent a burst of 16 over two hosts 11/5. The
  * slices grow, so a long queue (a loaded machine) keeps rebalancing without spinning; only after LOCK_REBALANCE_MS
- * does it wait for each held row in turn (a burst that queued past the short slices had gone 7/5/4 over three).
+ * does it wait for each held server in turn (a burst that queued past the short slices had gone 7/5/4 over three).
  */
 export async function lockPlacedServer(tx: EntityManager, plan: PlacementPlan): Promise<Server> {
   const { image, constraints } = plan;
@@ -175,10 +175,19 @@ export async function lockPlacedServer(tx: EntityManager, plan: PlacementPlan): 
 }
 
 /**
- * Locks one server row, reads it and its allocation again under the lock, and keeps the lock only when the image
- * still fits: the server. Otherwise the lock is released (savepoint rolled back) and the answer is 'locked' (another
- * transaction holds the row: at once with 'skip', after `wait` milliseconds with a number) or null (no longer
- * eligible, or full). 'wait' waits as long as the transaction's own bounds allow.
+ * The key of a server's placement lock, a transaction-scoped advisory lock (`$1`: the server's id). Placements take
+ * it instead of the server's row, so a writer of that row (the health round's check time, the image inventory's, an
+ * operator's change) never makes a launch skip the server as if another launch held it: with the row locked, a
+ * launch that met a health round's update went to a smaller host (host-health CI, 2026-11-28). A savepoint's
+ * rollback releases it; lock_timeout bounds the wait for it.
+ */
+export const PLACEMENT_LOCK_KEY_SQL = "hashtextextended('ws_placement:' || $1::text, 0)";
+
+/**
+ * Takes one server's placement lock, reads the server and its allocation again under it, and keeps the lock only
+ * when the image still fits: the server. Otherwise the lock is released (savepoint rolled back) and the answer is
+ * 'locked' (another launch holds it: at once with 'skip', after `wait` milliseconds with a number) or null (no
+ * longer eligible, or full). 'wait' waits as long as the transaction's own bounds allow.
  */
 async function tryServer(tx: EntityManager, serverId: string, image: Image, constraints: PlacementConstraints, wait: 'skip' | 'wait' | number): Promise<Server | 'locked' | null> {
   await tx.query('SAVEPOINT ws_placement');
@@ -187,14 +196,17 @@ async function tryServer(tx: EntityManager, serverId: string, image: Image, cons
     const previous = typeof wait === 'number'
       ? ((await tx.query("SELECT current_setting('lock_timeout') AS previous, set_config('lock_timeout', $1, true)", [`${wait}ms`])) as Array<{ previous: string }>)[0].previous
       : null;
-    const locked = (await tx.query(`SELECT id FROM servers WHERE id = $1 FOR NO KEY UPDATE${wait === 'skip' ? ' SKIP LOCKED' : ''}`, [serverId])) as unknown[];
+    const [{ locked }] = (await tx.query(
+      wait === 'skip' ? `SELECT pg_try_advisory_xact_lock(${PLACEMENT_LOCK_KEY_SQL}) AS locked` : `SELECT pg_advisory_xact_lock(${PLACEMENT_LOCK_KEY_SQL}) IS NOT NULL AS locked`,
+      [serverId],
+    )) as Array<{ locked: boolean }>;
     if (previous !== null) await tx.query("SELECT set_config('lock_timeout', $1, true)", [previous]);
-    // Under SKIP LOCKED no row means another transaction holds it; waiting, it means the server is gone.
-    const server = locked.length > 0 ? await tx.getRepository(Server).findOneBy({ id: serverId }) : null;
+    // Not taken (skip only): another launch holds the server. Taken but no row: the server is gone.
+    const server = locked ? await tx.getRepository(Server).findOneBy({ id: serverId }) : null;
     if (!server) {
       await tx.query('ROLLBACK TO SAVEPOINT ws_placement');
       await tx.query('RELEASE SAVEPOINT ws_placement');
-      return wait === 'skip' && locked.length === 0 ? 'locked' : null;
+      return locked ? null : 'locked';
     }
     if (isEligible(server, image, constraints) && isUp(server) && fits(server, (await allocatedOn(tx, [server.id])).get(server.id), image)) {
       await tx.query('RELEASE SAVEPOINT ws_placement');

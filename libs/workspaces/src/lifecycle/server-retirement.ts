@@ -3,6 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { In, Repository } from 'typeorm';
 import { ApiError, ErrorCode } from '@ws/common';
 import { ServersService } from '@ws/servers';
+import { PLACEMENT_LOCK_KEY_SQL } from '../launch/placement';
 import { LIVE_STATUSES, Workspace } from '../workspace.entity';
 
 /** `server remove`: a Docker host goes only when no live workspace is on it (the servers library knows no workspaces). */
@@ -15,8 +16,12 @@ export class ServerRetirement {
 
   async remove(ref: string): Promise<void> {
     const server = await this.servers.findByRef(ref);
-    const live = await this.workspaces.countBy({ serverId: server.id, status: In([...LIVE_STATUSES]) });
-    if (live > 0) throw new ApiError(ErrorCode.Conflict, `Server ${server.hostname} still has ${live} workspace(s)`);
-    await this.servers.remove(server);
+    await this.workspaces.manager.transaction(async (tx) => {
+      // Under the server's placement lock: a launch placing on it has committed or waits, so the count is final.
+      await tx.query(`SELECT pg_advisory_xact_lock(${PLACEMENT_LOCK_KEY_SQL})`, [server.id]);
+      const live = await tx.getRepository(Workspace).countBy({ serverId: server.id, status: In([...LIVE_STATUSES]) });
+      if (live > 0) throw new ApiError(ErrorCode.Conflict, `Server ${server.hostname} still has ${live} workspace(s)`);
+      await this.servers.remove(server, tx);
+    });
   }
 }
