@@ -3,7 +3,8 @@
 # Extra arguments go to jest (e.g. npm test -- test/e2e/users).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-log() { printf '[test] %s\n' "$*" >&2; }
+# Each line says how far into the run it is (bash's SECONDS), so a slow phase shows in any log of the run.
+log() { printf '[test %ss] %s\n' "$SECONDS" "$*" >&2; }
 
 [ -d node_modules ] || { log "installing npm packages"; npm ci --no-audit --no-fund; }
 bash scripts/ensure-services.sh
@@ -48,9 +49,12 @@ build_test_images() {
 }
 build_test_images &
 test_images=$!
+log "compiling"
 npm run --silent build
+log "unit tests"
 # Unit tests, two files at a time (jest would take one worker on two cores).
 npx jest "$@" --selectProjects unit --maxWorkers=2 --passWithNoTests
+log "waiting for the test images"
 wait "$test_images" || { log "building the test images failed"; exit 1; }
 WS_TEST_DESKTOP_IMAGE=$(cat "$images/desktop.tag") WS_TEST_BROWSER_IMAGE=$(cat "$images/browser.tag")
 WS_TEST_EGRESS_IMAGE=$(cat "$images/egress.tag") WS_TEST_SERVERS_IMAGE=$(cat "$images/servers.tag")
@@ -73,12 +77,15 @@ export WS_TEST_LOG_DIR
 # jest.config.js) one by one. Files named on the command line run one at a time, as before. --forceExit: a handle a failed test leaves open
 # must not keep the run from ending (the failure is already reported).
 if [ "$#" -eq 0 ]; then
+  log "e2e: the shared group, ${E2E_WORKERS:-3} files at a time"
   WS_E2E_GROUP=shared npx jest --selectProjects e2e --maxWorkers="${E2E_WORKERS:-3}" --passWithNoTests --forceExit || e2e_failed=1
   use_compose_images
+  log "e2e: the alone group, one file at a time"
   WS_E2E_GROUP=alone npx jest --selectProjects e2e --runInBand --passWithNoTests --forceExit || e2e_failed=1
 else
   use_compose_images
   npx jest "$@" --selectProjects e2e --runInBand --passWithNoTests --forceExit || e2e_failed=1
 fi
 if [ -d "$WS_TEST_LOG_DIR" ]; then node scripts/check-log-secrets.js "$WS_TEST_LOG_DIR"; fi
+log "done"
 [ -z "${e2e_failed:-}" ]
