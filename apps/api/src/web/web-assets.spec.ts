@@ -1,9 +1,9 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { negotiateEncoding, WebAsset, WebAssets } from './web-assets';
-import { bundleModule } from './web-bundles';
+import { bundleModule, cachedBundle } from './web-bundles';
 
 describe('web assets', () => {
   it('versions the set of files, read and made, by content, and refuses two files of one name', () => {
@@ -33,6 +33,33 @@ describe('web assets', () => {
     expect(bundle).not.toMatch(/from\s*["']\.\/lib/);
     expect(bundle).toMatch(/import\(\w+\)/);
     expect(bundle).toMatch(/export\s*\{/);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('keeps a bundle by a digest of its inputs: the same files read it back, a changed file or one outside the sources makes it again', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'web-bundle-cache-'));
+    const cache = join(dir, 'cache');
+    const entry = join(dir, 'entry.js');
+    const lib = join(dir, 'lib.js');
+    writeFileSync(entry, "import { n } from './lib.js';\nexport default n;\n");
+    writeFileSync(lib, 'export const n = 41 + 1;\n');
+    const sources = (): Array<[string, Buffer]> => [entry, lib].map((path): [string, Buffer] => [path, readFileSync(path)]);
+    const first = cachedBundle(entry, '/* b */', sources(), cache);
+    expect(first.equals(bundleModule(entry, '/* b */'))).toBe(true);
+    const [kept] = readdirSync(cache);
+    expect(kept).toMatch(/^entry-[0-9a-f]{32}\.js$/);
+    // Read back, not made again: what the cache holds is what comes out.
+    writeFileSync(join(cache, kept), '/* from the cache */');
+    expect(cachedBundle(entry, '/* b */', sources(), cache).toString()).toBe('/* from the cache */');
+    // Another banner or a changed input is another bundle; the older one of the entry goes.
+    expect(cachedBundle(entry, '/* c */', sources(), cache).toString()).toMatch(/^\/\* c \*\//);
+    writeFileSync(lib, 'export const n = 7;\n');
+    expect(cachedBundle(entry, '/* b */', sources(), cache).toString()).toContain('7');
+    expect(readdirSync(cache)).toHaveLength(1);
+    // An input esbuild read that is not among the sources: bundled, not kept.
+    rmSync(cache, { recursive: true, force: true });
+    expect(cachedBundle(entry, '/* b */', [[entry, readFileSync(entry)]], cache).toString()).toContain('7');
+    expect(() => readdirSync(cache)).toThrow();
     rmSync(dir, { recursive: true, force: true });
   });
 

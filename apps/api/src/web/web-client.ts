@@ -3,7 +3,7 @@ import { stat } from 'node:fs/promises';
 import { dirname, extname, join, resolve, sep } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { CONTENT_TYPES, negotiateEncoding, WebAsset, WebAssets } from './web-assets';
-import { bundleModule, CLIENT_BUNDLE, VIEWER_BUNDLE } from './web-bundles';
+import { cachedBundle, CLIENT_BUNDLE, VIEWER_BUNDLE } from './web-bundles';
 
 /**
  * The browser client: `apps/web/public` at `/` (the single page; `GET /` answers `index.html`) and noVNC's
@@ -17,8 +17,8 @@ import { bundleModule, CLIENT_BUNDLE, VIEWER_BUNDLE } from './web-bundles';
  *
  * Every file is served twice: at its plain path, revalidated on every use (`no-cache`, a content ETag), and under
  * `/assets/<version>/`, where `<version>` is a digest of all the files: cached for good (`immutable`), since a
- * change to any file gives another prefix. Under the prefix there are also the two bundles made at start
- * (web-bundles.ts): `client.js`, the page's script and its imports, and `viewer.js`, noVNC. The page (never cached:
+ * change to any file gives another prefix. Under the prefix there are also the two bundles made at start, or read
+ * from node_modules/.cache when these files made them before (web-bundles.ts): `client.js`, the page's script and its imports, and `viewer.js`, noVNC. The page (never cached:
  * it names the current prefix) loads `client.js` and its style from the prefix, preloads `viewer.js` beside it and
  * names it in `<meta name="viewer-module">` for the client's dynamic import: a fresh browser fetches three files,
  * all at once. Text files go out brotli- or gzip-compressed when the browser accepts it (each compressed once, on
@@ -48,9 +48,11 @@ export async function registerWebClient(fastify: FastifyInstance, options: { cap
     if ((file.startsWith('core/') || file.startsWith('vendor/')) && (file.endsWith('.js') || file.endsWith('.wasm'))) sources.push([`${NOVNC_PREFIX}${file}`, join(novncDir, file)]);
   }
   const novncVersion = (JSON.parse(readFileSync(join(novncDir, 'package.json'), 'utf8')) as { version: string }).version;
+  const read = sources.map(([, path]): [string, Buffer] => [path, readFileSync(path)]);
+  const bundleCache = join(root, 'node_modules', '.cache', 'workspace-server', 'web-bundles');
   const assets = new WebAssets(sources, [
-    [CLIENT_BUNDLE, bundleModule(join(publicDir, CLIENT_ENTRY), `/* workspace-server browser client; sources at /${CLIENT_ENTRY} and its imports */`)],
-    [VIEWER_BUNDLE, bundleModule(viewerEntry, `/*! noVNC ${novncVersion}, https://github.com/novnc/noVNC, MPL-2.0; sources at /${VIEWER_MODULE} and its imports */`)],
+    [CLIENT_BUNDLE, cachedBundle(join(publicDir, CLIENT_ENTRY), `/* workspace-server browser client; sources at /${CLIENT_ENTRY} and its imports */`, read, bundleCache)],
+    [VIEWER_BUNDLE, cachedBundle(viewerEntry, `/*! noVNC ${novncVersion}, https://github.com/novnc/noVNC, MPL-2.0; sources at /${VIEWER_MODULE} and its imports */`, read, bundleCache)],
   ]);
   const prefix = `/assets/${assets.version}/`;
   const page = new WebAsset(Buffer.from(renderPage(readFileSync(join(publicDir, 'index.html'), 'utf8'), assets, prefix)), 'index.html');
