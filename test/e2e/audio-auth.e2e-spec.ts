@@ -11,7 +11,7 @@ import { WebSocket } from 'ws';
 import { randomSecret } from '@ws/common';
 import { GroupsService } from '@ws/groups';
 import { Workspace } from '@ws/workspaces';
-import { dockerExec, registerAudioDesktop, rms, sinePcm } from './audio-fixtures';
+import { dockerExec, registerAudioDesktop, rms, sinePcm, waitForSound } from './audio-fixtures';
 import { TestApi, waitFor } from './harness';
 import { streamCookie, waitForRunningWorkspace } from './fixtures';
 
@@ -79,7 +79,7 @@ describe('audio ports: no sound and no microphone without the workspace\'s crede
     expect(ports.audio).toBeGreaterThan(0);
     expect(ports.audioInput).toBeGreaterThan(0);
     // The bridges listen once the sound server answers.
-    await waitFor('the sound server', async () => ((await dockerExec(containerId, 'pactl info >/dev/null && echo up').catch(() => Buffer.alloc(0))).toString().includes('up') ? true : undefined), 30_000, 250);
+    await waitForSound(containerId);
   }, 300_000);
   afterAll(async () => api?.close());
 

@@ -7,7 +7,7 @@ import { Browser, Page } from 'playwright-core';
 import { GroupsService } from '@ws/groups';
 import { ImagesService } from '@ws/images';
 import { launchChromium, startBrowserSuiteApi } from './browser';
-import { dockerExec, peak, playTone, stopTone } from './audio-fixtures';
+import { dockerExec, peak, playTone, stopTone, waitForSound } from './audio-fixtures';
 import { TestApi, TestKey, waitFor } from './harness';
 import { registerLocalServer, waitForRunningWorkspace } from './fixtures';
 
@@ -41,7 +41,7 @@ describe('workspace audio in the browser client', () => {
     const running = await waitForRunningWorkspace(api, key, workspaceId, ownerId, 200);
     ownerUrl = running.workspace_url;
     containerId = running.workspace.container_id;
-    await waitFor('the sound server', async () => ((await dockerExec(containerId, 'pactl info >/dev/null && echo up').catch(() => Buffer.alloc(0))).toString().includes('up') ? true : undefined), 30_000, 250);
+    await waitForSound(containerId);
     // A fake microphone (a beep), no permission prompt, and audio that starts without a click.
     browser = await launchChromium(['--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream', '--autoplay-policy=no-user-gesture-required']);
   }, 600_000);

@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { toWireId } from '@ws/common';
 import { ImagesService } from '@ws/images';
 import { registerLocalServer } from './fixtures';
-import { desktopImage, TestApi } from './harness';
+import { desktopImage, TestApi, waitFor } from './harness';
 
 const run = promisify(execFile);
 
@@ -12,6 +12,23 @@ const run = promisify(execFile);
 export async function dockerExec(containerId: string, command: string, timeoutMs = 30_000): Promise<Buffer> {
   const { stdout } = await run('docker', ['exec', containerId, 'bash', '-c', command], { encoding: 'buffer', timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 });
   return stdout;
+}
+
+/** The reference desktop's sound (4901) and microphone (4902) bridge ports, as /proc/net/tcp writes them. */
+const BRIDGE_PORTS_HEX = ['1325', '1326'];
+
+/**
+ * Waits until the workspace's sound server answers and both audio bridges listen (the desktop starts them, in that
+ * order, after its first window). Read from /proc/net/tcp, without connecting: the sound server answering alone left
+ * a moment in which the bridges' socat was not listening yet, and Docker's port proxy, which accepts on the host
+ * whatever the container does, closed a connection made then (CI, 2026-11-28).
+ */
+export async function waitForSound(containerId: string): Promise<void> {
+  const listening = BRIDGE_PORTS_HEX.map((port) => `cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$4 == "0A" && $2 ~ /:${port}$/ { found = 1 } END { exit !found }'`).join(' && ');
+  await waitFor('the sound server and its bridges', async () => {
+    const out = await dockerExec(containerId, `pactl info >/dev/null && ${listening} && echo up`).catch(() => Buffer.alloc(0));
+    return out.toString().includes('up') ? true : undefined;
+  }, 30_000, 250);
 }
 
 /** A continuous tone into the workspace's default speaker (PulseAudio's module-sine); answers the module index. */

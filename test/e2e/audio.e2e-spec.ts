@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
 import { GroupsService } from '@ws/groups';
-import { decodeOpusPackets, dockerExec, playTone, registerAudioDesktop, rms, sinePcm, stopTone } from './audio-fixtures';
+import { decodeOpusPackets, dockerExec, playTone, registerAudioDesktop, rms, sinePcm, stopTone, waitForSound } from './audio-fixtures';
 import { TestApi, TestKey, waitFor } from './harness';
 import { streamCookie, waitForRunningWorkspace } from './fixtures';
 
@@ -99,8 +99,8 @@ describe('workspace audio: sound out and microphone in through the gateway', () 
     const joined = await api.call('join_workspace', key, { share_id: requested.share_id, user_id: joinerId });
     expect(joined.status).toBe(200);
     joinerCookie = await streamCookie(api.app, joined.body.session_token, { share_id: requested.share_id });
-    // The sound server starts with the desktop; wait until it answers before the tests use it.
-    await waitFor('the sound server', async () => ((await dockerExec(containerId, 'pactl info >/dev/null && echo up').catch(() => Buffer.alloc(0))).toString().includes('up') ? true : undefined), 30_000, 250);
+    // The sound starts with the desktop; wait until it answers and its bridges listen before the tests use it.
+    await waitForSound(containerId);
   }, 300_000);
   afterAll(async () => api?.close());
   afterEach(async () => settings({ allow_workspace_audio: true, allow_workspace_microphone: false }));
