@@ -1,5 +1,5 @@
 import { AddressInfo, createServer, Server, Socket } from 'node:net';
-import { AudioCredentialError, authenticateToAudioPort } from './audio-credential';
+import { AudioCredentialError, authenticateToAudioPort, openAudioPort } from './audio-credential';
 import { openDesktopTcp } from './desktop-tcp';
 
 const SECRET = 'a'.repeat(64);
@@ -79,5 +79,71 @@ describe('authenticateToAudioPort', () => {
       await expect(attempt).rejects.not.toThrow(secret || 'never');
     }
     expect(received).toBe(0);
+  });
+});
+
+describe('openAudioPort', () => {
+  const servers: Server[] = [];
+  const accepted: Socket[] = [];
+  afterEach(async () => {
+    for (const connection of accepted.splice(0)) connection.destroy();
+    for (const server of servers.splice(0)) await new Promise((resolve) => server.close(resolve));
+  });
+  const listening = async (server: Server, port = 0) => {
+    server.on('connection', (connection) => accepted.push(connection));
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+    return server;
+  };
+  /** A port whose first `hangUps` connections are hung up on at once (nothing listening behind Docker's proxy yet), then served. */
+  const startingPort = async (hangUps: number, serve: (connection: Socket) => void) => {
+    let connections = 0;
+    const server = createServer((connection) => {
+      connection.on('error', () => undefined);
+      // Closed, or reset (as Docker's port proxy does), in turn.
+      if (++connections <= hangUps) {
+        if (connections % 2) connection.destroy();
+        else connection.resetAndDestroy();
+      }
+      else serve(connection);
+    });
+    await listening(server);
+    return { connect: () => openDesktopTcp('127.0.0.1', (server.address() as AddressInfo).port, 5000), connections: () => connections };
+  };
+  const accept = (c: Socket) => onFirstLine(c, (line) => c.write(line === SECRET ? 'OK\nOggS' : '', () => line === SECRET || c.destroy()));
+
+  it('tries again while the port hangs up (closes or resets) without a byte, and connects once the bridge listens', async () => {
+    const port = await startingPort(3, accept);
+    const { socket, firstBytes } = await openAudioPort(port.connect, SECRET, { credentialTimeoutMs: 5000, waitMs: 5000, retryMs: 20 });
+    expect(firstBytes.toString()).toBe('OggS');
+    expect(port.connections()).toBe(4);
+    socket.destroy();
+  });
+
+  it('tries again while the port refuses the connection', async () => {
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const { port } = probe.address() as AddressInfo;
+    await new Promise((resolve) => probe.close(resolve));
+    let attempts = 0;
+    const connect = async () => {
+      if (++attempts === 3) {
+        await listening(createServer(accept), port);
+      }
+      return openDesktopTcp('127.0.0.1', port, 5000);
+    };
+    const { socket } = await openAudioPort(connect, SECRET, { credentialTimeoutMs: 5000, waitMs: 5000, retryMs: 20 });
+    expect(attempts).toBe(3);
+    socket.destroy();
+  });
+
+  it('gives up after its bound with the hang-up, and at once on any other failure', async () => {
+    const never = await startingPort(Infinity, accept);
+    await expect(openAudioPort(never.connect, SECRET, { credentialTimeoutMs: 5000, waitMs: 200, retryMs: 20 })).rejects.toThrow(/closed the connection without accepting|ECONNRESET/);
+    expect(never.connections()).toBeGreaterThan(1);
+    expect(never.connections()).toBeLessThanOrEqual(10);
+    const foreign = await startingPort(0, (c) => c.write('OggS\0\x02'));
+    await expect(openAudioPort(foreign.connect, SECRET, { credentialTimeoutMs: 5000, waitMs: 5000, retryMs: 20 })).rejects.toThrow(/something other than the credential protocol/);
+    expect(foreign.connections()).toBe(1);
   });
 });

@@ -4,7 +4,7 @@ import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { WebSocket, WebSocketServer } from 'ws';
 import { ApiError, ErrorCode } from '@ws/common';
 import { StreamStanding } from '@ws/workspaces';
-import { authenticateToAudioPort } from './audio-credential';
+import { openAudioPort } from './audio-credential';
 import { OggOpusDemuxer } from './audio-ogg';
 import { AudioKind, audioRefusal } from './audio-policy';
 import { openDesktopTcp } from './desktop-tcp';
@@ -13,6 +13,14 @@ import { refuseUpgrade, StreamAdmission } from './stream-admission';
 const CONNECT_TIMEOUT_MS = 10_000;
 /** Until the port accepts the credential (the image's bridge itself waits 5 s for it). */
 const CREDENTIAL_TIMEOUT_MS = 10_000;
+/**
+ * How long a port that is not listening yet is tried again, every SOUND_RETRY_MS: the reference desktop starts its
+ * sound after its first window (or 5 s without one), so a user who unmutes as the desktop appears can come before
+ * the bridges listen. Docker's port proxy accepts for the container and then hangs up, which looks like a refusal
+ * of the credential; a refusal proper ends the same way after this bound.
+ */
+const SOUND_START_WAIT_MS = 10_000;
+const SOUND_RETRY_MS = 250;
 /** Microphone messages: 20-100 ms of s16le 48 kHz mono is 2-10 KB; anything far larger is not a live microphone. */
 const MAX_INPUT_MESSAGE_BYTES = 64 * 1024;
 /**
@@ -68,11 +76,19 @@ export class AudioGateway implements OnModuleDestroy {
       // A VNC server image's workspace has no container, so no audio ports either.
       if (!port || !workspace.server) throw new ApiError(ErrorCode.InvalidState, `This workspace's image has no ${kind} port (port_map.${kind})`);
       reachingDesktop = true;
-      tcp = await openDesktopTcp(workspace.server.publishHost, port, CONNECT_TIMEOUT_MS);
-      // Failures surface as 'close' (the handshake's, then the bridge's); an unheard 'error' would throw.
-      tcp.on('error', () => undefined);
-      const firstBytes = await authenticateToAudioPort(tcp, workspace.token, CREDENTIAL_TIMEOUT_MS);
+      const opened = await openAudioPort(
+        () => openDesktopTcp(workspace.server!.publishHost, port, CONNECT_TIMEOUT_MS),
+        workspace.token,
+        { credentialTimeoutMs: CREDENTIAL_TIMEOUT_MS, waitMs: SOUND_START_WAIT_MS, retryMs: SOUND_RETRY_MS },
+      );
+      tcp = opened.socket;
+      const { firstBytes } = opened;
       const upstream = tcp;
+      // The browser gave up while the sound was starting.
+      if (socket.destroyed) {
+        upstream.destroy();
+        return;
+      }
       // A handshake the websocket server rejects never reaches the callback: the port's connection must not outlive it.
       let bridged = false;
       socket.once('close', () => {
