@@ -52,6 +52,12 @@ describe('placement under concurrency (issue 24)', () => {
     return server.hostname;
   });
 
+  /** One placement whose lock waits are bounded: were it to wait for a held lock, lock_timeout fails it instead of a hang. */
+  const placeBounded = () => db.transaction(async (tx) => {
+    await tx.query(`SET LOCAL lock_timeout = '30s'`);
+    return place(tx);
+  });
+
   it('of 14 concurrent placements on 3 servers of 3 slots, exactly 9 land, 3 on each; the rest get NoCapacity', async () => {
     const results = await Promise.allSettled(Array.from({ length: 14 }, () => db.transaction(place)));
     const placed = results.filter((r): r is PromiseFulfilledResult<string> => r.status === 'fulfilled').map((r) => r.value);
@@ -68,12 +74,7 @@ describe('placement under concurrency (issue 24)', () => {
     try {
       // Another transaction holds p1 and p2 (as two placements in flight would).
       await holdPlacement(runner, [servers[0], servers[1]]);
-      // Were it to wait for either, lock_timeout would fail it instead of hanging.
-      const hostname = await db.transaction(async (tx) => {
-        await tx.query(`SET LOCAL lock_timeout = '30s'`);
-        return place(tx);
-      });
-      expect(hostname).toBe('p3');
+      expect(await placeBounded()).toBe('p3');
     } finally {
       await runner.rollbackTransaction();
       await runner.release();
@@ -90,11 +91,7 @@ describe('placement under concurrency (issue 24)', () => {
     await writer.startTransaction();
     try {
       await writer.query('UPDATE servers SET health_checked_at = now() WHERE id = $1', [p1.id]);
-      const hostname = await db.transaction(async (tx) => {
-        await tx.query(`SET LOCAL lock_timeout = '30s'`);
-        return place(tx);
-      });
-      expect(hostname).toBe('p1');
+      expect(await placeBounded()).toBe('p1');
     } finally {
       await writer.rollbackTransaction();
       await writer.release();
