@@ -8,9 +8,9 @@
 import { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { ApiError, ErrorCode, newId, parseId, randomSecret, toWireId } from '@ws/common';
 import { Image, ImagesService } from '@ws/images';
-import { Server, ServersService } from '@ws/servers';
+import { PLACEMENT_LOCK_KEY_SQL, Server, ServersService } from '@ws/servers';
 import { ZonesService } from '@ws/zones';
-import { countLiveWorkspaces, PLACEMENT_LOCK_KEY_SQL, reserveServer, ServerRetirement, Workspace } from '@ws/workspaces';
+import { countLiveWorkspaces, reserveServer, ServerRetirement, Workspace } from '@ws/workspaces';
 import { TestApi, TestKey, waitFor } from './harness';
 
 describe('placement under concurrency (issue 24)', () => {

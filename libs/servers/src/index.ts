@@ -1,5 +1,6 @@
 // What other libraries and the apps use of @ws/servers; everything else is internal to it.
 export { Server } from './server.entity';
+export { PLACEMENT_LOCK_KEY_SQL } from './placement-lock';
 export type { ServerHealthState } from './server.entity';
 export { ServerHealth } from './server-health';
 export type { HealthRound } from './server-health';

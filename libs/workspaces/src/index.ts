@@ -10,7 +10,7 @@ export { WORKSPACE_EVENT_TYPES } from './lifecycle/events/workspace-event-types'
 export type { WorkspaceEventMessage, WorkspaceEventType } from './lifecycle/events/workspace-event-types';
 export { WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, WorkspaceEventSequencer } from './lifecycle/events/workspace-event.entity';
 export { FIRST_LAUNCH_MARKER, LaunchCommands } from './live/launch-commands';
-export { PLACEMENT_LOCK_KEY_SQL, reserveServer } from './launch/placement';
+export { reserveServer } from './launch/placement';
 export { ServerRetirement } from './lifecycle/server-retirement';
 export { STREAM_STATS_TTL_SECONDS, StreamStatsService, streamStatsKey } from './reads/stream-stats.service';
 export type { StreamSnapshot } from './reads/stream-stats.service';

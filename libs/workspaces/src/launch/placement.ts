@@ -2,7 +2,7 @@ import { EntityManager } from 'typeorm';
 import { ApiError, ErrorCode } from '@ws/common';
 import type { Image } from '@ws/images';
 import { isLockNotAvailable } from '@ws/database';
-import { inventoryReferencesOf, Server } from '@ws/servers';
+import { inventoryReferencesOf, PLACEMENT_LOCK_KEY_SQL, Server } from '@ws/servers';
 
 export const NO_CAPACITY_MESSAGE = 'No resources are available to create the requested workspace. Please try again later or request fewer resources.';
 
@@ -173,15 +173,6 @@ export async function lockPlacedServer(tx: EntityManager, plan: PlacementPlan): 
   }
   throw new ApiError(ErrorCode.NoCapacity, NO_CAPACITY_MESSAGE);
 }
-
-/**
- * The key of a server's placement lock, a transaction-scoped advisory lock (`$1`: the server's id). Placements take
- * it instead of the server's row, so a writer of that row (the health round's check time, the image inventory's, an
- * operator's change) never makes a launch skip the server as if another launch held it: with the row locked, a
- * launch that met a health round's update went to a smaller host (host-health CI, 2026-11-28). A savepoint's
- * rollback releases it; lock_timeout bounds the wait for it.
- */
-export const PLACEMENT_LOCK_KEY_SQL = "hashtextextended('ws_placement:' || $1::text, 0)";
 
 /**
  * Takes one server's placement lock, reads the server and its allocation again under it, and keeps the lock only

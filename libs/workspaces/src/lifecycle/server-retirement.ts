@@ -2,8 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, Repository } from 'typeorm';
 import { ApiError, ErrorCode } from '@ws/common';
-import { ServersService } from '@ws/servers';
-import { PLACEMENT_LOCK_KEY_SQL } from '../launch/placement';
+import { PLACEMENT_LOCK_KEY_SQL, ServersService } from '@ws/servers';
 import { LIVE_STATUSES, Workspace } from '../workspace.entity';
 
 /** `server remove`: a Docker host goes only when no live workspace is on it (the servers library knows no workspaces). */
