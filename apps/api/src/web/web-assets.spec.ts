@@ -10,7 +10,7 @@ describe('web assets', () => {
     const dir = mkdtempSync(join(tmpdir(), 'web-assets-'));
     writeFileSync(join(dir, 'app.js'), "import './ui.js';");
     writeFileSync(join(dir, 'ui.js'), '');
-    const sources = (): Array<[string, string]> => [['app.js', join(dir, 'app.js')], ['ui.js', join(dir, 'ui.js')]];
+    const sources = (): Array<[string, Buffer]> => ['app.js', 'ui.js'].map((name): [string, Buffer] => [name, readFileSync(join(dir, name))]);
     const made = (text: string): Array<[string, Buffer]> => [['client.js', Buffer.from(text)]];
     const assets = new WebAssets(sources(), made('bundle'));
     expect([...assets.files.keys()]).toEqual(['app.js', 'client.js', 'ui.js']);
@@ -43,7 +43,7 @@ describe('web assets', () => {
     const lib = join(dir, 'lib.js');
     writeFileSync(entry, "import { n } from './lib.js';\nexport default n;\n");
     writeFileSync(lib, 'export const n = 41 + 1;\n');
-    const sources = (): Array<[string, Buffer]> => [entry, lib].map((path): [string, Buffer] => [path, readFileSync(path)]);
+    const sources = () => [entry, lib].map((path) => ({ path, body: readFileSync(path) }));
     const first = cachedBundle(entry, '/* b */', sources(), cache);
     expect(first.equals(bundleModule(entry, '/* b */'))).toBe(true);
     const [kept] = readdirSync(cache);
@@ -58,7 +58,7 @@ describe('web assets', () => {
     expect(readdirSync(cache)).toHaveLength(1);
     // An input esbuild read that is not among the sources: bundled, not kept.
     rmSync(cache, { recursive: true, force: true });
-    expect(cachedBundle(entry, '/* b */', [[entry, readFileSync(entry)]], cache).toString()).toContain('7');
+    expect(cachedBundle(entry, '/* b */', [{ path: entry, body: readFileSync(entry) }], cache).toString()).toContain('7');
     expect(() => readdirSync(cache)).toThrow();
     rmSync(dir, { recursive: true, force: true });
   });

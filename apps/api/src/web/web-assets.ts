@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { promisify } from 'node:util';
 import { brotliCompress, constants as zlibConstants, gzip } from 'node:zlib';
@@ -73,7 +72,7 @@ export function negotiateEncoding(acceptEncoding: string | undefined, asset: Web
 }
 
 /**
- * The files of the browser client, read once, and files made from them (the bundles): name (relative url path,
+ * The files of the browser client, as read (once, by the caller), and files made from them (the bundles): name (relative url path,
  * e.g. `app.js`, `novnc/core/rfb.js`, `client.js`) → asset, and a version: a digest of every name and content,
  * which names the immutable url prefix. A change to any file (an upgrade) gives a new prefix, so a browser never
  * mixes files of two versions.
@@ -82,8 +81,8 @@ export class WebAssets {
   readonly files = new Map<string, WebAsset>();
   readonly version: string;
 
-  constructor(sources: Iterable<[name: string, path: string]>, made: Iterable<[name: string, body: Buffer]> = []) {
-    const all: Array<[string, Buffer]> = [...[...sources].map(([name, path]): [string, Buffer] => [name, readFileSync(path)]), ...made];
+  constructor(sources: Iterable<[name: string, body: Buffer]>, made: Iterable<[name: string, body: Buffer]> = []) {
+    const all: Array<[string, Buffer]> = [...sources, ...made];
     const digest = createHash('sha256');
     for (const [name, body] of all.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
       if (this.files.has(name)) throw new Error(`two browser client files are named ${name}`);

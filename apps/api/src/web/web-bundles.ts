@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
-import { basename, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { buildSync, version as esbuildVersion } from 'esbuild';
 
 /**
@@ -37,9 +37,9 @@ function build(entry: string, banner: string): { body: Buffer; inputs: string[] 
  * cannot be read or written (a read-only image) means bundling at each start. The directory is the deployment's own
  * (node_modules/.cache), never a shared temporary one: what is in it is served to browsers as the client's code.
  */
-export function cachedBundle(entry: string, banner: string, sources: ReadonlyArray<readonly [path: string, body: Buffer]>, cacheDir: string): Buffer {
+export function cachedBundle(entry: string, banner: string, sources: ReadonlyArray<{ path: string; body: Buffer }>, cacheDir: string): Buffer {
   const digest = createHash('sha256').update(JSON.stringify({ esbuildVersion, BUILD_OPTIONS, entry: resolve(entry), banner }));
-  for (const [path, body] of [...sources].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) digest.update(resolve(path)).update('\0').update(body).update('\0');
+  for (const { path, body } of [...sources].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) digest.update(resolve(path)).update('\0').update(body).update('\0');
   const stem = `${basename(entry, '.js')}-`;
   const file = join(cacheDir, `${stem}${digest.digest('hex').slice(0, 32)}.js`);
   try {
@@ -48,20 +48,21 @@ export function cachedBundle(entry: string, banner: string, sources: ReadonlyArr
     // Not made yet (or unreadable): made now.
   }
   const made = build(entry, banner);
-  const known = new Set(sources.map(([path]) => resolve(path)));
+  const known = new Set(sources.map(({ path }) => resolve(path)));
   if (made.inputs.every((input) => known.has(input))) keep(file, stem, made.body);
   return made.body;
 }
 
 /** Writes the bundle whole (a temporary name, then a rename) and drops older bundles of the same entry. */
 function keep(file: string, stem: string, body: Buffer): void {
+  const dir = dirname(file);
   try {
-    mkdirSync(join(file, '..'), { recursive: true });
+    mkdirSync(dir, { recursive: true });
     const partial = `${file}.${randomBytes(6).toString('hex')}.partial`;
     writeFileSync(partial, body);
     renameSync(partial, file);
-    for (const old of readdirSync(join(file, '..'))) {
-      if (old.startsWith(stem) && join(file, '..', old) !== file && !old.endsWith('.partial')) unlinkSync(join(file, '..', old));
+    for (const old of readdirSync(dir)) {
+      if (old.startsWith(stem) && old !== basename(file) && !old.endsWith('.partial')) unlinkSync(join(dir, old));
     }
   } catch {
     // Not kept: the next start bundles again.

@@ -48,9 +48,10 @@ export async function registerWebClient(fastify: FastifyInstance, options: { cap
     if ((file.startsWith('core/') || file.startsWith('vendor/')) && (file.endsWith('.js') || file.endsWith('.wasm'))) sources.push([`${NOVNC_PREFIX}${file}`, join(novncDir, file)]);
   }
   const novncVersion = (JSON.parse(readFileSync(join(novncDir, 'package.json'), 'utf8')) as { version: string }).version;
-  const read = sources.map(([, path]): [string, Buffer] => [path, readFileSync(path)]);
+  // Read once: served as they are, and the digest of the bundles made from them.
+  const read = sources.map(([name, path]) => ({ name, path, body: readFileSync(path) }));
   const bundleCache = join(root, 'node_modules', '.cache', 'workspace-server', 'web-bundles');
-  const assets = new WebAssets(sources, [
+  const assets = new WebAssets(read.map(({ name, body }): [string, Buffer] => [name, body]), [
     [CLIENT_BUNDLE, cachedBundle(join(publicDir, CLIENT_ENTRY), `/* workspace-server browser client; sources at /${CLIENT_ENTRY} and its imports */`, read, bundleCache)],
     [VIEWER_BUNDLE, cachedBundle(viewerEntry, `/*! noVNC ${novncVersion}, https://github.com/novnc/noVNC, MPL-2.0; sources at /${VIEWER_MODULE} and its imports */`, read, bundleCache)],
   ]);
