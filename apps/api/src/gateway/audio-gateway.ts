@@ -76,14 +76,13 @@ export class AudioGateway implements OnModuleDestroy {
       // A VNC server image's workspace has no container, so no audio ports either.
       if (!port || !workspace.server) throw new ApiError(ErrorCode.InvalidState, `This workspace's image has no ${kind} port (port_map.${kind})`);
       reachingDesktop = true;
-      const opened = await openAudioPort(
-        () => openDesktopTcp(workspace.server!.publishHost, port, CONNECT_TIMEOUT_MS),
+      const { publishHost } = workspace.server;
+      const { socket: upstream, firstBytes } = await openAudioPort(
+        () => openDesktopTcp(publishHost, port, CONNECT_TIMEOUT_MS),
         workspace.token,
         { credentialTimeoutMs: CREDENTIAL_TIMEOUT_MS, waitMs: SOUND_START_WAIT_MS, retryMs: SOUND_RETRY_MS },
       );
-      tcp = opened.socket;
-      const { firstBytes } = opened;
-      const upstream = tcp;
+      tcp = upstream;
       // The browser gave up while the sound was starting.
       if (socket.destroyed) {
         upstream.destroy();
