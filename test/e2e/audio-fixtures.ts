@@ -14,8 +14,15 @@ export async function dockerExec(containerId: string, command: string, timeoutMs
   return stdout;
 }
 
-/** The reference desktop's sound (4901) and microphone (4902) bridge ports, as /proc/net/tcp writes them. */
-const BRIDGE_PORTS_HEX = ['1325', '1326'];
+/** The reference desktop's sound and microphone bridge ports. */
+export const SOUND_PORT = 4901;
+const MICROPHONE_PORT = 4902;
+
+/** A shell test, run in the container, that succeeds while something listens on the TCP port (read from /proc/net, without connecting). */
+export function listensOn(port: number): string {
+  const hex = port.toString(16).toUpperCase().padStart(4, '0');
+  return `cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$4 == "0A" && $2 ~ /:${hex}$/ { found = 1 } END { exit !found }'`;
+}
 
 /**
  * Waits until the workspace's sound server answers and both audio bridges listen (the desktop starts them, in that
@@ -24,9 +31,8 @@ const BRIDGE_PORTS_HEX = ['1325', '1326'];
  * whatever the container does, closed a connection made then (CI, 2026-11-28).
  */
 export async function waitForSound(containerId: string): Promise<void> {
-  const listening = BRIDGE_PORTS_HEX.map((port) => `cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$4 == "0A" && $2 ~ /:${port}$/ { found = 1 } END { exit !found }'`).join(' && ');
   await waitFor('the sound server and its bridges', async () => {
-    const out = await dockerExec(containerId, `pactl info >/dev/null && ${listening} && echo up`).catch(() => Buffer.alloc(0));
+    const out = await dockerExec(containerId, `pactl info >/dev/null && ${listensOn(SOUND_PORT)} && ${listensOn(MICROPHONE_PORT)} && echo up`).catch(() => Buffer.alloc(0));
     return out.toString().includes('up') ? true : undefined;
   }, 30_000, 250);
 }
@@ -137,7 +143,7 @@ export async function registerAudioDesktop(api: TestApi): Promise<{ id: string }
   await registerLocalServer(api);
   const image = await api.app.get(ImagesService).upsert({
     name: desktopImage(), friendlyName: 'Desktop', cores: 1, memory: 512 * 1024 ** 2, xRes: 800, yRes: 600,
-    portMap: { vnc: '5900/tcp', audio: '4901/tcp', audio_input: '4902/tcp' },
+    portMap: { vnc: '5900/tcp', audio: `${SOUND_PORT}/tcp`, audio_input: `${MICROPHONE_PORT}/tcp` },
   });
   return { id: toWireId(image.id) };
 }

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
 import { GroupsService } from '@ws/groups';
-import { decodeOpusPackets, dockerExec, playTone, registerAudioDesktop, rms, sinePcm, stopTone, waitForSound } from './audio-fixtures';
+import { decodeOpusPackets, dockerExec, listensOn, playTone, registerAudioDesktop, rms, sinePcm, SOUND_PORT, stopTone, waitForSound } from './audio-fixtures';
 import { TestApi, TestKey, waitFor } from './harness';
 import { streamCookie, waitForRunningWorkspace } from './fixtures';
 
@@ -176,8 +176,9 @@ describe('workspace audio: sound out and microphone in through the gateway', () 
 
   it('a sound bridge not listening yet (the desktop starts its sound after its first window) is waited for, not answered 502', async () => {
     // The speaker's bridge goes away, and comes back 2 s later, as on a desktop whose sound is still starting.
-    await dockerExec(containerId, "pkill -f 'TCP-LISTEN:490[1]' && while awk '$4 == \"0A\" && $2 ~ /:1325$/ { f = 1 } END { exit !f }' /proc/net/tcp; do sleep 0.05; done");
-    await dockerExec(containerId, 'setsid bash -c "sleep 2; exec socat TCP-LISTEN:4901,reuseaddr,fork,max-children=4 EXEC:/usr/local/bin/workspace-audio-out" </dev/null >/dev/null 2>&1 &');
+    // (The pattern's brackets keep pkill from matching the shell running it.)
+    await dockerExec(containerId, `pkill -f 'TCP-LISTEN:${SOUND_PORT}[,]' && while ${listensOn(SOUND_PORT)}; do sleep 0.05; done`);
+    await dockerExec(containerId, `setsid bash -c "sleep 2; exec socat TCP-LISTEN:${SOUND_PORT},reuseaddr,fork,max-children=4 EXEC:/usr/local/bin/workspace-audio-out" </dev/null >/dev/null 2>&1 &`);
     // Until the bridge is back, Docker's port proxy accepts and hangs up (nothing listens behind it): a gateway that
     // took that for a refusal would answer 502 here.
     const stream = await opened(url('audio'), { cookie: ownerCookie });
