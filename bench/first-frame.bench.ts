@@ -12,7 +12,8 @@
  * visit) with its tab open on the service's origin before the clock starts (the browser's own start of a renderer
  * is not the service's).
  * The moment the canvas shows the xterm is taken in the page (checked every animation frame); for on demand, the
- * time from `running` (its outbox event's timestamp) to that moment is reported too, and for staged, where the
+ * time from `running` (its outbox event's timestamp) to that moment and to the first update drawn on the canvas (the
+ * issue's "first drawn content", whatever it shows) is reported too, and for staged, where the
  * time goes, from the page's `client:` performance marks.
  * Knobs: BENCH_FIRST_FRAME_ROUNDS (default 10).
  */
@@ -259,8 +260,13 @@ async function main(): Promise<void> {
     console.log(`\nfirst window in the person's view (${image}, ${X_RES}x${Y_RES}, ${CORES} core, ${MEMORY_MB} MiB, ${ROUNDS} launches, each on a quiet host)`);
     for (const [name, watched] of results) console.log(row(`request → xterm on the page (${name})`, watched.map((w) => w.content - w.start)));
     console.log(row('bare docker run → xterm via direct RFB (baseline)', bare));
-    const onDemand = (results.get('on demand') ?? []).filter((w) => w.running !== null).map((w) => w.content - (w.running as number));
+    const onDemandRuns = (results.get('on demand') ?? []).filter((w) => w.running !== null);
+    const onDemand = onDemandRuns.map((w) => w.content - (w.running as number));
+    // The target's figure: running → the first update drawn on the canvas (the page's `client:first-frame` mark),
+    // whatever it shows; the xterm comes later when the desktop is still starting it.
+    const onDemandFirstDrawn = onDemandRuns.filter((w) => w.marks['first-frame'] !== undefined).map((w) => w.marks['first-frame'] - (w.running as number));
     if (onDemand.length) console.log(row('on demand: running → xterm on the page', onDemand));
+    if (onDemandFirstDrawn.length) console.log(row('on demand: running → first update drawn', onDemandFirstDrawn));
     for (const [name, watched] of results) {
       const values = watched.map((w) => w.content - w.start);
       console.log(`${name}: ratio to the baseline at p50 ${(median(values) / median(bare)).toFixed(2)}, at p95 ${(percentile(values, 95) / percentile(bare, 95)).toFixed(2)}, slowest ${Math.max(...values).toFixed(0)} ms`);
@@ -268,7 +274,7 @@ async function main(): Promise<void> {
     const stagedRuns = results.get('staged') ?? [];
     if (stagedRuns.length) {
       const target = percentile(stagedRuns.map((w) => w.content - w.start), 95);
-      console.log(`staged claim → xterm p95 ${target.toFixed(0)} ms (target < 400 ms)${onDemand.length ? `; on demand running → xterm p95 ${percentile(onDemand, 95).toFixed(0)} ms (target ≤ 250 ms)` : ''}`);
+      console.log(`staged claim → xterm p95 ${target.toFixed(0)} ms (target < 400 ms)${onDemand.length ? `; on demand running → first update drawn p95 ${onDemandFirstDrawn.length ? percentile(onDemandFirstDrawn, 95).toFixed(0) : '–'} ms (target ≤ 250 ms), → xterm p95 ${percentile(onDemand, 95).toFixed(0)} ms` : ''}`);
       console.log('staged, where the time goes (ms from the request, p50 / p95):');
       const steps: Array<[string, (w: Watched) => number | undefined]> = [
         ['request_workspace answered', (w) => w.answered],
