@@ -21,13 +21,14 @@ export class WorkspaceContainers {
    */
   async start(workspace: Workspace, target: ProvisionTarget, spec: WorkspaceContainerSpec, prepare: (containerId: string) => Promise<void>, signal?: AbortSignal): Promise<ContainerState> {
     const { host } = target;
-    const running = await runningContainerOf(host, spec.name, spec.labels, spec.ports);
+    // The look for a container of an earlier run and the network's check are independent reads, made at once: a
+    // cold start waits for each Docker round trip made before `docker start`.
+    const [running] = await Promise.all([runningContainerOf(host, spec.name, spec.labels, spec.ports), this.checkNetwork(target, spec)]);
     if (running) return running;
     // A progress write goes beside the Docker call it announces, not before it: the start is what a person waits
     // for. Both settle before the next step; a container started whose id the row lacks is still found by its
     // name and labels (the next attempt adopts it above; the reconciler removes it if the workspace is gone).
-    await Promise.all([this.lifecycle.progress(workspace.id, 20, 'Creating the container'), this.checkNetwork(target, spec)]);
-    const { containerId } = await host.createWorkspaceContainer(spec);
+    const [{ containerId }] = await Promise.all([host.createWorkspaceContainer(spec), this.lifecycle.progress(workspace.id, 20, 'Creating the container')]);
     await prepare(containerId);
     signal?.throwIfAborted();
     await Promise.all([this.lifecycle.progress(workspace.id, 40, 'Starting the container', { containerId }), host.start(containerId)]);
