@@ -39,8 +39,8 @@ export class SessionTokensService {
     const token = this.tokens.create({
       id: newId(), userId: user.id, tokenDate: now, expiresAt: addSeconds(now, await this.settings.sessionLifetimeSeconds()), generation: 0,
     });
-    await this.tokens.insert(token);
-    await this.users.recordSession(user.id, now);
+    // Two independent autocommit writes, made at once: a launch waits for this before placing its workspace.
+    await Promise.all([this.tokens.insert(token), this.users.recordSession(user.id, now)]);
     return { token, jwt: await this.sign(token, extraClaims) };
   }
 
