@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import { randomSecret } from '@ws/common';
 import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
-import { appendWorkspaceEvents, WorkspaceEventType, WorkspaceRuntime } from '@ws/workspaces';
+import { appendWorkspaceEvents, OutboxSignal, WorkspaceEventType, WorkspaceLifecycle, WorkspaceRuntime } from '@ws/workspaces';
 import { ZonesService } from '@ws/zones';
 import { desktopImage, localDocker, TestApi, TestKey, waitFor } from './harness';
 import { PrivateRedis } from './private-redis';
@@ -114,6 +114,32 @@ describe('workspace lifecycle events: outbox and relay', () => {
         return d.length >= 6 ? d : undefined;
       }, 60_000, 100);
       checkOnceInOrder(events, delivered);
+    }, 300_000);
+
+    it('a change the worker commits tells its relay once it is committed (no wait for the poll); a change that does not hold tells nothing', async () => {
+      const worker = api.worker as NonNullable<TestApi['worker']>;
+      const user = (await api.call('create_user', admin, { target_user: { username: `events-${randomSecret(4)}` } })).body.user.user_id as string;
+      const requested = await api.call('request_workspace', admin, { user_id: user, image_id: imageId });
+      expect(requested.status).toBe(200);
+      const [{ id }] = (await db.query('SELECT id FROM workspaces WHERE id = $1', [requested.body.workspace_id])) as Array<{ id: string }>;
+      await waitFor('workspace running', async () => ((await db.query('SELECT status FROM workspaces WHERE id = $1', [id]))[0].status === 'running' ? true : undefined), 120_000, 100);
+      await waitFor('its running event delivered', async () => ((await deliveries(db, [id])).some((d) => d.type === 'running') ? true : undefined), 60_000, 100);
+
+      // What the relay's listener would see at each notice: another connection reads the failed events then.
+      const seen: Array<Promise<number>> = [];
+      const failedEvents = () => db.query(`SELECT count(*)::int AS n FROM workspace_events WHERE workspace_id = $1 AND type = 'failed'`, [id]).then((r: Array<{ n: number }>) => r[0].n);
+      const stop = worker.get(OutboxSignal).onCommitted(() => seen.push(failedEvents()));
+      try {
+        const lifecycle = worker.get(WorkspaceLifecycle);
+        expect(await lifecycle.fail(id, 'running', 'failed by the test')).toBe(true);
+        expect(await lifecycle.fail(id, 'running', 'failed again')).toBe(false); // no longer running: nothing changes
+      } finally {
+        stop();
+      }
+      expect(await Promise.all(seen)).toEqual([1]);
+      await waitFor('the failed event delivered', async () => ((await deliveries(db, [id])).some((d) => d.type === 'failed') ? true : undefined), 60_000, 100);
+      expect((await api.call('destroy_workspace', admin, { workspace_id: requested.body.workspace_id, user_id: user })).status).toBe(200);
+      await waitFor('destroyed', async () => ((await db.query('SELECT status FROM workspaces WHERE id = $1', [id]))[0].status === 'deleted' ? true : undefined), 120_000, 100);
     }, 300_000);
   });
 

@@ -26,6 +26,7 @@ export type { IssuedLaunch, LaunchAnswer, LaunchRequest, ResolvedLaunch } from '
 export { LaunchOrder, LaunchStepProvider } from './launch/launch-step';
 export type { LaunchStep, ReservedRowFields } from './launch/launch-step';
 export { WorkspaceLifecycle } from './lifecycle/workspace-lifecycle.service';
+export { OutboxSignal } from './lifecycle/events/outbox-signal';
 export { newWorkspaceFields } from './launch/new-workspace';
 export { WorkspaceLive } from './live/workspace-live.service';
 export type { VncEndpoint } from './live/workspace-live.service';

@@ -12,6 +12,7 @@ import { ServerRetirement } from './lifecycle/server-retirement';
 import { AnonymousUsers } from './lifecycle/anonymous-users.service';
 import { Workspace } from './workspace.entity';
 import { WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, WorkspaceEventSequencer } from './lifecycle/events/workspace-event.entity';
+import { OutboxSignal } from './lifecycle/events/outbox-signal';
 import { WorkspaceLifecycle } from './lifecycle/workspace-lifecycle.service';
 import { WorkspaceRuntime } from './runtime/workspace-runtime.service';
 import { ProvisionStrategies } from './runtime/provision-strategies';
@@ -41,7 +42,7 @@ import { WorkspaceEgress } from './egress/workspace-egress.service';
 
 @Module({
   imports: [TypeOrmModule.forFeature([Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, WorkspaceEventSequencer, Server, Zone, SessionToken]), DiscoveryModule, UsersModule, ImagesModule, ServersModule, AgentModule, ProfilesModule, EgressModule],
-  providers: [ServerRetirement, UserWorkspaces, WorkspaceEgress, EgressSidecars, EgressTunnelHealth, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, LaunchSteps, LaunchRecorder, CheckLimitsStep, PersistentProfileStep, EgressStep, WorkspaceReads, WorkspaceLive, WorkspaceTeardown, UserDeletion, AnonymousUsers, WorkspacesService, WorkspaceRuntime, ProvisionStrategies, WorkspaceContainers, ContainerStrategy, WorkspaceAccess, WorkspaceStartNotices, StreamStatsService, LaunchCommands],
-  exports: [LaunchRecorder, ServerRetirement, UserWorkspaces, WorkspaceEgress, EgressTunnelHealth, WorkspaceContainers, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, WorkspaceReads, WorkspaceLive, WorkspaceTeardown, UserDeletion, AnonymousUsers, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, WorkspaceStartNotices, StreamStatsService, LaunchCommands],
+  providers: [OutboxSignal, ServerRetirement, UserWorkspaces, WorkspaceEgress, EgressSidecars, EgressTunnelHealth, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, LaunchSteps, LaunchRecorder, CheckLimitsStep, PersistentProfileStep, EgressStep, WorkspaceReads, WorkspaceLive, WorkspaceTeardown, UserDeletion, AnonymousUsers, WorkspacesService, WorkspaceRuntime, ProvisionStrategies, WorkspaceContainers, ContainerStrategy, WorkspaceAccess, WorkspaceStartNotices, StreamStatsService, LaunchCommands],
+  exports: [OutboxSignal, LaunchRecorder, ServerRetirement, UserWorkspaces, WorkspaceEgress, EgressTunnelHealth, WorkspaceContainers, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, WorkspaceReads, WorkspaceLive, WorkspaceTeardown, UserDeletion, AnonymousUsers, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, WorkspaceStartNotices, StreamStatsService, LaunchCommands],
 })
 export class WorkspacesModule {}

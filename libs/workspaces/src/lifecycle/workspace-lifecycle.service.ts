@@ -5,6 +5,7 @@ import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialE
 import type { DestroyReason } from '@ws/queue';
 import { EgressConnections } from '@ws/egress';
 import { appendWorkspaceEvents, PendingEvent } from './events/outbox';
+import { OutboxSignal } from './events/outbox-signal';
 import { LIVE_STATUSES, Workspace, WorkspaceServerConnection, WorkspaceStatus } from '../workspace.entity';
 
 /** A stopping workspace stays as it is (its first reason stands, no second event). */
@@ -39,6 +40,7 @@ export class WorkspaceLifecycle {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly egress: EgressConnections,
+    private readonly outbox: OutboxSignal,
   ) {}
 
   /**
@@ -105,14 +107,14 @@ export class WorkspaceLifecycle {
    * made the change (idempotent: a destroy retried after a worker died mid-way releases it all the same).
    */
   destroyed(workspaceId: string, note?: string): Promise<boolean> {
-    return this.db.transaction(async (tx) => {
+    return this.committed(this.db.transaction(async (tx) => {
       await this.egress.release(tx, workspaceId); // in the transaction that records the change, before its events
       return this.applyIn(tx, {
         workspaceId, from: LIVE_STATUSES, to: 'deleted',
         set: { destroyedAt: new Date(), operationalProgress: 100, operationalMessage: note ? `Removed. ${note}` : 'Removed' },
         events: [{ type: 'destroyed', payload: { status: 'deleted' } }],
       });
-    });
+    }));
   }
 
   /**
@@ -148,8 +150,16 @@ export class WorkspaceLifecycle {
     await this.db.getRepository(Workspace).update({ id: workspaceId, status: 'stopping' }, { ...set, operationalProgress: percent, operationalMessage: message });
   }
 
+  /** In the caller's transaction (which commits later, and tells no one), or in one of its own. */
   private apply(transition: Transition, tx?: EntityManager): Promise<boolean> {
-    return tx ? this.applyIn(tx, transition) : this.db.transaction((m) => this.applyIn(m, transition));
+    return tx ? this.applyIn(tx, transition) : this.committed(this.db.transaction((m) => this.applyIn(m, transition)));
+  }
+
+  /** A transaction of this service's own, committed: when it recorded a change (and so events), tells the relay. */
+  private async committed(transaction: Promise<boolean>): Promise<boolean> {
+    const changed = await transaction;
+    if (changed) this.outbox.committed();
+    return changed;
   }
 
   private async applyIn(tx: EntityManager, { workspaceId, from, to, set, unowned, events }: Transition): Promise<boolean> {

@@ -4,6 +4,7 @@ import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryRunner } from 'typeorm';
 import { PgNotifications } from '@ws/database';
+import { OutboxSignal } from './outbox-signal';
 import { retryDelayMs, WORKSPACE_EVENT_SUBSCRIBER_KEY, WorkspaceEventHandler, WorkspaceEventSubscriberOptions } from './workspace-event-subscriber';
 import type { WorkspaceEventMessage, WorkspaceEventType } from './workspace-event-types';
 import type { WorkspaceStatus } from '../../workspace.entity';
@@ -47,8 +48,8 @@ type Step = 'delivered' | 'idle' | 'busy' | 'failed';
  * where the last commit left. One event is delivered per transaction, holding the subscriber's cursor row
  * (FOR UPDATE SKIP LOCKED): two workers never deliver to one subscriber at once, so never out of order.
  *
- * Woken by its poll for events without a position (every POLL_MS), by the sequencer's notice (another worker
- * gave positions), and by the repeat schedule of the `workspace-events.relay` job (the backstop).
+ * Woken by its poll for events without a position (every POLL_MS), by this process's own commits of events
+ * (OutboxSignal), by the sequencer's notice (another worker gave positions), and by the repeat schedule of the `workspace-events.relay` job (the backstop).
  */
 @Injectable()
 export class WorkspaceEventRelay implements OnApplicationBootstrap, OnModuleDestroy {
@@ -60,6 +61,7 @@ export class WorkspaceEventRelay implements OnApplicationBootstrap, OnModuleDest
   private stopped = false;
   private poller: NodeJS.Timeout | null = null;
   private polling = false;
+  private stopListening: () => void = () => undefined;
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
@@ -67,6 +69,7 @@ export class WorkspaceEventRelay implements OnApplicationBootstrap, OnModuleDest
     private readonly scanner: MetadataScanner,
     private readonly reflector: Reflector,
     private readonly notifications: PgNotifications,
+    private readonly outbox: OutboxSignal,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -81,6 +84,8 @@ export class WorkspaceEventRelay implements OnApplicationBootstrap, OnModuleDest
     await this.notifications.subscribe(WORKSPACE_EVENT_CHANNEL, () => void this.wake());
     // Notices sent while the LISTEN connection was down are lost: catch up once it is back.
     this.notifications.onReset(() => void this.wake());
+    // Events this process commits (a provision's `running`) are relayed at once, not at the next poll.
+    this.stopListening = this.outbox.onCommitted(() => void this.wake());
     this.poller = setInterval(() => void this.poll(), POLL_MS);
     this.poller.unref();
     void this.wake();
@@ -136,6 +141,7 @@ export class WorkspaceEventRelay implements OnApplicationBootstrap, OnModuleDest
    */
   async onModuleDestroy(): Promise<void> {
     this.stopped = true;
+    this.stopListening();
     if (this.poller) clearInterval(this.poller);
     let timer: NodeJS.Timeout | undefined;
     const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, SHUTDOWN_WAIT_MS)));
