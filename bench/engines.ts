@@ -7,7 +7,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { INestApplicationContext } from '@nestjs/common';
-import { waitForRfb } from '@ws/agent';
+import { waitForRfb, WORKSPACE_NETWORK } from '@ws/agent';
 import { SecondEngine } from '../test/e2e/second-engine';
 import { BenchAuth, destroyAll, launchAll, placementSplit, until } from './harness';
 import { LifecycleWebhook } from './lifecycle-webhook';
@@ -66,15 +66,17 @@ export interface BareResources {
 
 /**
  * `count` bare `docker run`s of `image` at once, spread round-robin over `engines`, until each one's VNC port answers
- * an RFB greeting; answers the time for all, and removes them whatever happened.
+ * an RFB greeting; answers the time for all, and removes them whatever happened. On Docker's default bridge unless
+ * `network` names another (the workspace network: a user-defined bridge, whose embedded DNS Docker sets up at each
+ * start, docs/decisions/workspaces.md).
  */
-export async function bareBurst(image: string, engines: BenchEngine[], count: number, resources: BareResources): Promise<number> {
+export async function bareBurst(image: string, engines: BenchEngine[], count: number, resources: BareResources, network?: string): Promise<number> {
   const start = performance.now();
   const started: Array<{ engine: BenchEngine; id: string }> = [];
   try {
     await Promise.all(Array.from({ length: count }, async (_, i) => {
       const engine = engines[i % engines.length];
-      const id = await docker(engine, 'run', '-d', '--rm', '--cpus', String(resources.cores), '--memory', `${resources.memoryMb}m`, '-p', '127.0.0.1::5900', image);
+      const id = await docker(engine, 'run', '-d', '--rm', ...(network ? ['--network', network] : []), '--cpus', String(resources.cores), '--memory', `${resources.memoryMb}m`, '-p', '127.0.0.1::5900', image);
       started.push({ engine, id });
       const port = Number((await docker(engine, 'port', id, '5900/tcp')).split('\n')[0].split(':').pop());
       // Bounded but generous: on a busy 2-core machine 16 desktops starting at once take minutes.
@@ -105,6 +107,8 @@ export interface BurstComparison {
   /** Milliseconds per round: the product's burst (request → all running) and the bare one (run → all VNC). */
   ours: number[];
   bare: number[];
+  /** The bare burst on the workspace network instead of the default bridge: what Docker's part costs there. */
+  bareOnWorkspaceNetwork: number[];
   /** Where placement put each round's workspaces (placementSplit). */
   splits: string[];
 }
@@ -121,8 +125,11 @@ export async function compareBursts(options: {
   follow: BurstFollow;
 }): Promise<BurstComparison> {
   const { base, auth, userIds, engines } = options;
-  const bare = () => bareBurst(options.image, engines, userIds.length, options.resources);
-  const result: BurstComparison = { ours: [], bare: [], splits: [] };
+  const bare = async () => {
+    result.bare.push(await bareBurst(options.image, engines, userIds.length, options.resources));
+    result.bareOnWorkspaceNetwork.push(await bareBurst(options.image, engines, userIds.length, options.resources, WORKSPACE_NETWORK.name));
+  };
+  const result: BurstComparison = { ours: [], bare: [], bareOnWorkspaceNetwork: [], splits: [] };
   const watcher = options.follow === 'webhook' ? await LifecycleWebhook.start(base, auth) : undefined;
   const ours = async () => {
     const { elapsedMs, launched } = await launchAll(base, auth, userIds, options.imageId, options.pollMs, 600_000, watcher);
@@ -135,11 +142,11 @@ export async function compareBursts(options: {
     await bareBurst(options.image, engines, 2 * engines.length, options.resources); // warm each engine's page cache
     for (let round = 0; round < options.rounds; round++) {
       if (round % 2) {
-        result.bare.push(await bare());
+        await bare();
         await ours();
       } else {
         await ours();
-        result.bare.push(await bare());
+        await bare();
       }
     }
   } finally {
@@ -153,5 +160,7 @@ export function burstLine(count: number, comparison: BurstComparison): string {
   const ours = median(comparison.ours);
   const bare = median(comparison.bare);
   const followed = BURST_FOLLOW === 'webhook' ? 'by webhook' : 'polled';
-  return `  request_workspace ×${count} → all running (${followed}) ${(ours / 1000).toFixed(2)} s   bare docker run ×${count} → all VNC ${(bare / 1000).toFixed(2)} s   ratio ${(ours / bare).toFixed(2)}`;
+  const onNetwork = median(comparison.bareOnWorkspaceNetwork);
+  return `  request_workspace ×${count} → all running (${followed}) ${(ours / 1000).toFixed(2)} s   bare docker run ×${count} → all VNC ${(bare / 1000).toFixed(2)} s   ratio ${(ours / bare).toFixed(2)}\n`
+    + `  the same bare runs on the workspace network (${WORKSPACE_NETWORK.name}) ${(onNetwork / 1000).toFixed(2)} s: ×${(onNetwork / bare).toFixed(2)} of the default bridge's; the launches ×${(ours / onNetwork).toFixed(2)} of these`;
 }
