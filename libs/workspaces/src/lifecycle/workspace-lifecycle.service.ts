@@ -49,7 +49,11 @@ export class WorkspaceLifecycle {
    */
   async record(tx: EntityManager, fields: NewWorkspace): Promise<Workspace> {
     const assignedAt = fields.userId ? fields.startDate : null;
-    const workspace = await tx.save(Workspace, tx.create(Workspace, { ...fields, assignedAt, status: 'starting' }));
+    // insert, not save: save first selects the row by its id (the id is ours) to choose between insert and update,
+    // one more statement while the launch holds its server's lock and the seat counter. insert fills in the
+    // columns the database makes (created_at, defaults) as save does.
+    const workspace = tx.create(Workspace, { ...fields, assignedAt, status: 'starting' });
+    await tx.insert(Workspace, workspace as QueryDeepPartialEntity<Workspace>);
     await appendWorkspaceEvents(tx, workspace.id, [
       {
         type: 'requested',
