@@ -149,16 +149,23 @@ export class WorkspaceEventRelay implements OnApplicationBootstrap, OnModuleDest
     clearTimeout(timer);
   }
 
-  /** One pass over every subscriber, each up to MAX_EVENTS_PER_RUN events, after giving committed events their positions. */
+  /**
+   * One pass over every subscriber, each up to MAX_EVENTS_PER_RUN events, after giving committed events their
+   * positions. The subscribers are served side by side (each on its own connection and cursor, in its own order):
+   * one after another, an event reached the last of them (the webhooks, say) only after every other subscriber's
+   * transactions. The pass ends when every subscriber's has, so runs stay one at a time in a process.
+   */
   async relayAll(): Promise<void> {
     for (let n = 0; n < SEQUENCE_BATCHES_PER_RUN && !this.stopped; n++) {
       if ((await this.sequence()) < SEQUENCE_BATCH) break;
     }
-    for (const subscriber of this.subscribers) {
+    const passes = await Promise.allSettled(this.subscribers.map(async (subscriber) => {
       for (let n = 0; n < MAX_EVENTS_PER_RUN && !this.stopped; n++) {
         if ((await this.deliverNext(subscriber)) !== 'delivered') break;
       }
-    }
+    }));
+    const failed = passes.find((pass): pass is PromiseRejectedResult => pass.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 
   /**
