@@ -61,15 +61,16 @@ export class WorkspaceLaunch {
 
   /** The user's group settings (a launch's client-settings override wins), and the image: image_id, else the user's default, else their groups'. */
   private async resolve(request: LaunchRequest, user: User, createdUser: boolean): Promise<ResolvedLaunch> {
+    // A named image is read beside the group settings (a launch waits for both); its refusal still comes after
+    // theirs, as when they were read in turn.
+    const namedImage = request.imageId !== undefined ? this.images.find(request.imageId) : null;
+    namedImage?.catch(() => undefined); // awaited below; unobserved only when the settings fail first
     const groupSettings = await this.settings.of(user.id);
     const settings = { ...groupSettings, clientSettings: { ...groupSettings.clientSettings, ...request.clientSettingsOverride } };
-    let imageId = request.imageId;
-    if (imageId === undefined) {
-      const fallback = (await this.users.defaultImageOf(user.id)) ?? settings.defaultImageId;
-      if (!fallback) throw new ApiError(ErrorCode.InvalidRequest, 'image_id is required: the user and their groups have no default image');
-      imageId = fallback;
-    }
-    return { request, user, createdUser, settings, image: await this.images.find(imageId), needsDockerHost: true };
+    if (namedImage) return { request, user, createdUser, settings, image: await namedImage, needsDockerHost: true };
+    const fallback = (await this.users.defaultImageOf(user.id)) ?? settings.defaultImageId;
+    if (!fallback) throw new ApiError(ErrorCode.InvalidRequest, 'image_id is required: the user and their groups have no default image');
+    return { request, user, createdUser, settings, image: await this.images.find(fallback), needsDockerHost: true };
   }
 }
 
