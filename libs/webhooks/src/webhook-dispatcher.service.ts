@@ -218,16 +218,19 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnModuleDestro
    * its key, so order per key holds); answers their outcomes (none: nothing due).
    */
   private async sendNext(webhookId: string): Promise<Array<'delivered' | 'failed'>> {
-    const [endpoint] = (await this.db.query(
-      `SELECT id, url, enabled, secret, previous_secret, previous_secret_until > now() AS previous_valid FROM webhooks WHERE id = $1`,
-      [webhookId],
-    )) as EndpointRow[];
+    // The endpoint and its due messages are read at once: the first webhook of an event waits for both.
+    const [[endpoint], messages] = (await Promise.all([
+      this.db.query(
+        `SELECT id, url, enabled, secret, previous_secret, previous_secret_until > now() AS previous_valid FROM webhooks WHERE id = $1`,
+        [webhookId],
+      ),
+      this.db.query(
+        `SELECT m.id, m.event_type, m.body, m.attempts, m.created_at FROM webhook_messages m
+          WHERE m.webhook_id = $1 AND m.next_attempt_at <= now() AND ${HEAD_OF_KEY} ORDER BY m.id LIMIT $2`,
+        [webhookId, KEYS_IN_FLIGHT],
+      ),
+    ])) as [EndpointRow[], MessageRow[]];
     if (!endpoint?.enabled) return [];
-    const messages = (await this.db.query(
-      `SELECT m.id, m.event_type, m.body, m.attempts, m.created_at FROM webhook_messages m
-        WHERE m.webhook_id = $1 AND m.next_attempt_at <= now() AND ${HEAD_OF_KEY} ORDER BY m.id LIMIT $2`,
-      [webhookId, KEYS_IN_FLIGHT],
-    )) as MessageRow[];
     return Promise.all(messages.map(async (message) => this.record(endpoint, message, await this.attempt(endpoint, message))));
   }
 
