@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, In } from 'typeorm';
 import { addSeconds, ApiError, ErrorCode, newId, parseId } from '@ws/common';
-import { creationOrder, KeysetList, listPage, PageAnswer, PageRequest } from '@ws/database';
+import { creationOrder, KeysetList, listPage, PageAnswer, PageRequest, rawQuery } from '@ws/database';
 import { DEFAULT_CLIENT_SETTINGS, EffectiveGroupSettings } from '@ws/groups';
 import { Image } from '@ws/images';
 import { Entitlements } from '@ws/licensing';
@@ -116,7 +116,7 @@ export class StagingService {
     if (!canServeFromStaging(image, request)) return null;
     // The pools that may serve it, read before any transaction: a launch with none (most on-demand launches)
     // costs one statement here instead of a transaction around it.
-    const matching = (await this.db.query(MATCHING_CONFIGS_SQL, pickParameters(image.id, settings))) as Array<{ id: string }>;
+    const matching = await rawQuery<{ id: string }>(this.db, MATCHING_CONFIGS_SQL, pickParameters(image.id, settings));
     if (matching.length === 0) return null;
     const claimed = await this.db.transaction(async (tx) => {
       const picked = await pickReadyStaged(tx, image.id, matching.map((c) => c.id));
