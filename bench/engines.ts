@@ -125,11 +125,11 @@ export async function compareBursts(options: {
   follow: BurstFollow;
 }): Promise<BurstComparison> {
   const { base, auth, userIds, engines } = options;
+  const result: BurstComparison = { ours: [], bare: [], bareOnWorkspaceNetwork: [], splits: [] };
   const bare = async () => {
     result.bare.push(await bareBurst(options.image, engines, userIds.length, options.resources));
     result.bareOnWorkspaceNetwork.push(await bareBurst(options.image, engines, userIds.length, options.resources, WORKSPACE_NETWORK.name));
   };
-  const result: BurstComparison = { ours: [], bare: [], bareOnWorkspaceNetwork: [], splits: [] };
   const watcher = options.follow === 'webhook' ? await LifecycleWebhook.start(base, auth) : undefined;
   const ours = async () => {
     const { elapsedMs, launched } = await launchAll(base, auth, userIds, options.imageId, options.pollMs, 600_000, watcher);
