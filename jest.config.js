@@ -13,16 +13,15 @@ const shared = {
   moduleNameMapper: { '^@ws/([a-z-]+)$': '<rootDir>/libs/$1/src', '^@workspace-server/client$': '<rootDir>/libs/client/src' },
   testEnvironment: 'node',
 };
-/**
- * e2e suites that must have the machine to themselves when suites run several at a time (scripts/test.sh): they start a
- * second dockerd with bridges of its own, a whole compose stack, or measure recovery from faults they inject on
- * timers that a neighbour's load would stretch. WS_E2E_GROUP=shared runs every other suite; =alone, just these.
- */
-const E2E_ALONE = ['compose', 'two-engines', 'worker-pool', 'dependency-faults', 'worker-faults', 'host-health'];
-const alonePattern = `/test/e2e/(?:${E2E_ALONE.join('|')})\\.e2e-spec\\.ts$`;
+const { E2E_ALONE_LANES, E2E_EARLY } = require('./test/e2e/groups');
+const filesPattern = (names) => `/test/e2e/(?:${names.join('|')})\\.e2e-spec\\.ts$`;
+const E2E_ALONE = Object.values(E2E_ALONE_LANES).flat();
+const only = (names) => ({ testRegex: [filesPattern(names)], testMatch: undefined });
 const e2eGroup = {
-  shared: { testPathIgnorePatterns: ['/node_modules/', alonePattern] },
-  alone: { testRegex: [alonePattern], testMatch: undefined },
+  early: only(E2E_EARLY),
+  shared: { testPathIgnorePatterns: ['/node_modules/', filesPattern(E2E_ALONE), filesPattern(E2E_EARLY)] },
+  alone: only(E2E_ALONE),
+  ...Object.fromEntries(Object.entries(E2E_ALONE_LANES).map(([lane, names]) => [lane, only(names)])),
 }[process.env.WS_E2E_GROUP ?? ''] ?? {};
 module.exports = {
   testTimeout: 180000,

@@ -9,12 +9,10 @@ log() { printf '[test %ss] %s\n' "$SECONDS" "$*" >&2; }
 [ -d node_modules ] || { log "installing npm packages"; npm ci --no-audit --no-fund; }
 bash scripts/ensure-services.sh
 bash scripts/ensure-docker.sh
-bash scripts/ensure-test-tools.sh
-bash scripts/ensure-browser.sh
-bash scripts/ensure-media-tools.sh
 # The images are built in the background (each is cached by a hash of its recipe, so on a machine that has built
-# them this takes seconds) while the code is compiled and the unit tests run; the compose deployment's images,
-# which only the last, "alone" group of e2e suites needs, while the other e2e suites run.
+# them this takes seconds) while the host's test tools are installed, the code is compiled, the unit tests run and
+# then the e2e suites that need no image; the compose deployment's images, which only the last, "alone" suites
+# need, while the other e2e suites run.
 images=$(mktemp -d)
 # A failed step ends the run: the builds still going end with it (each cleans up after itself).
 trap 'jobs -p | xargs -r kill 2>/dev/null; rm -rf "$images"' EXIT
@@ -49,11 +47,29 @@ build_test_images() {
 }
 build_test_images &
 test_images=$!
+# The host's test tools (X tools, haproxy, promtool…), chromium and ffmpeg: apt, beside the image builds and the
+# compile (their installs and the builds' take turns on apt: scripts/lib/common.sh).
+( bash scripts/ensure-test-tools.sh && bash scripts/ensure-browser.sh && bash scripts/ensure-media-tools.sh ) &
+host_tools=$!
 log "compiling"
 npm run --silent build
+wait "$host_tools" || { log "installing the host's test tools failed"; exit 1; }
 log "unit tests"
 # Unit tests, two files at a time (jest would take one worker on two cores).
 npx jest "$@" --selectProjects unit --maxWorkers=2 --passWithNoTests
+# Every e2e suite's api and worker log into test-results/logs/<run>/<suite>.log beside the secrets the suite used
+# (test/e2e/harness.ts); the last step fails if any of those secrets is in any of those logs.
+WS_TEST_LOG_DIR="test-results/logs/run-$(date -u +%Y%m%dT%H%M%SZ)-$$"
+export WS_TEST_LOG_DIR
+# e2e: each file has its own database, Redis prefix and deployment id, so files run E2E_WORKERS at a time (default
+# 3: docs/decisions/operations.md), in groups (test/e2e/groups.js): those that need no image while the images build,
+# then the rest but a few, then those few in two lanes side by side, each lane one file at a time. Files named on the
+# command line run one at a time, as before. --forceExit: a handle a failed test leaves open must not keep the run
+# from ending (the failure is already reported).
+if [ "$#" -eq 0 ]; then
+  log "e2e: the early group (no image), ${E2E_WORKERS:-3} files at a time"
+  WS_E2E_GROUP=early npx jest --selectProjects e2e --maxWorkers="${E2E_WORKERS:-3}" --passWithNoTests --forceExit || e2e_failed=1
+fi
 log "waiting for the test images"
 wait "$test_images" || { log "building the test images failed"; exit 1; }
 WS_TEST_DESKTOP_IMAGE=$(cat "$images/desktop.tag") WS_TEST_BROWSER_IMAGE=$(cat "$images/browser.tag")
@@ -68,20 +84,17 @@ use_compose_images() {
   wait "$compose_images" || { log "building the compose images failed"; return 1; }
   while IFS= read -r line; do export "${line?}"; log "compose image $line"; done <"$images/compose.env"
 }
-# Every e2e suite's api and worker log into test-results/logs/<run>/<suite>.log beside the secrets the suite used
-# (test/e2e/harness.ts); the last step fails if any of those secrets is in any of those logs.
-WS_TEST_LOG_DIR="test-results/logs/run-$(date -u +%Y%m%dT%H%M%SZ)-$$"
-export WS_TEST_LOG_DIR
-# e2e: each file has its own database, Redis prefix and deployment id, so the whole suite runs E2E_WORKERS files at
-# a time (default 3: docs/decisions/operations.md), then the few that need the machine to themselves (E2E_ALONE in
-# jest.config.js) one by one. Files named on the command line run one at a time, as before. --forceExit: a handle a failed test leaves open
-# must not keep the run from ending (the failure is already reported).
 if [ "$#" -eq 0 ]; then
   log "e2e: the shared group, ${E2E_WORKERS:-3} files at a time"
   WS_E2E_GROUP=shared npx jest --selectProjects e2e --maxWorkers="${E2E_WORKERS:-3}" --passWithNoTests --forceExit || e2e_failed=1
   use_compose_images
-  log "e2e: the alone group, one file at a time"
-  WS_E2E_GROUP=alone npx jest --selectProjects e2e --runInBand --passWithNoTests --forceExit || e2e_failed=1
+  log "e2e: the alone lanes, side by side"
+  lanes=()
+  for lane in alone-faults alone-hosts; do
+    WS_E2E_GROUP=$lane npx jest --selectProjects e2e --runInBand --passWithNoTests --forceExit &
+    lanes+=("$!")
+  done
+  for pid in "${lanes[@]}"; do wait "$pid" || e2e_failed=1; done
 else
   use_compose_images
   npx jest "$@" --selectProjects e2e --runInBand --passWithNoTests --forceExit || e2e_failed=1

@@ -43,8 +43,22 @@ _ws_remove_policy_rcd() {
 # apt_install pkg...  — apt-get update (once per script run) + non-interactive install.
 # Service auto-start by maintainer scripts is suppressed (we start services ourselves
 # with explicit flags); a temporary /usr/sbin/policy-rc.d is removed afterwards.
+# Installs from scripts running side by side (npm test installs the host's test tools while the image builds
+# install debootstrap) take turns on a lock of their own (fd 8, apart from with_lock's fd 9): dpkg's lock alone would
+# let one script remove the policy-rc.d another's install still relies on.
 apt_install() {
   have apt-get || die "apt-get not found; install these packages manually: $*"
+  local lock_dir=/var/lock
+  [ -w "$lock_dir" ] || lock_dir="${TMPDIR:-/tmp}"
+  exec 8>"$lock_dir/workspace-server-apt-install.lock" || die "cannot open $lock_dir/workspace-server-apt-install.lock"
+  flock -w 900 8 || die "timed out after 900s waiting for another script's apt-get install"
+  _ws_apt_install_locked "$@"
+  local rc=$?
+  exec 8>&-
+  return "$rc"
+}
+
+_ws_apt_install_locked() {
   local -a apt_opts=(-o DPkg::Lock::Timeout=300 -o Dpkg::Use-Pty=0 -o APT::Get::Assume-Yes=true)
   if [ "$_WS_APT_UPDATED" -eq 0 ]; then
     log "apt-get update ..."
