@@ -15,6 +15,7 @@ import {
   LABELS,
   WorkspaceContainerSpec,
 } from '@ws/agent';
+import { desktopImage } from './harness';
 
 /**
  * The agent against the local Docker engine and the reference desktop image (built locally, never pulled).
@@ -58,13 +59,7 @@ describe('agent on a real Docker engine', () => {
 
   beforeAll(async () => {
     execFileSync('bash', [join(REPO, 'scripts/ensure-docker.sh')], { cwd: REPO, stdio: ['ignore', 'ignore', 'inherit'], timeout: 20 * 60_000 });
-    const out = execFileSync('bash', ['-c', 'set -o pipefail; bash scripts/build-desktop-image.sh | tail -1'], {
-      cwd: REPO,
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'inherit'],
-      timeout: 30 * 60_000,
-    });
-    image = out.trim();
+    image = desktopImage();
     expect(image).toMatch(/^workspace-server\/desktop:[0-9a-f]{12}$/);
     await ensureWorkspaceNetwork(host); // the specs join it, as the worker's do
   }, 31 * 60_000);

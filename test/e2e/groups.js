@@ -19,7 +19,7 @@ const E2E_ALONE_LANES = {
  * image, and the harness refuses to build one in this group.
  */
 const E2E_EARLY = [
-  'agent-docker', 'auth-rate-limit', 'cli', 'egress', 'hydration', 'licensing', 'logs', 'openapi', 'pagination',
+  'auth-rate-limit', 'cli', 'egress', 'hydration', 'licensing', 'logs', 'openapi', 'pagination',
   'permission-matrix', 'queue-dashboard', 'recording-browser', 'session-tokens', 'staging', 'storage-put-file', 'storage',
   'stream-rfb', 'users', 'worker-readiness', 'workspace-owner', 'zones',
 ];

@@ -10,8 +10,8 @@ const { E2E_ALONE_LANES, E2E_EARLY } = require('../e2e/groups') as { E2E_ALONE_L
 
 const E2E_DIR = join(__dirname, '..', 'e2e');
 const SUITE = /\.e2e-spec\.ts$/;
-/** The harness's image helpers, and the browser suites' start, which takes the desktop image. */
-const IMAGE_HELPER = /\b(?:desktopImage|browserImage|egressImage|testServersImage|startBrowserSuiteApi)\b/;
+/** The harness's image helpers, the browser suites' start (it takes the desktop image), an image's variable or script. */
+const IMAGE_HELPER = /\b(?:desktopImage|browserImage|egressImage|testServersImage|startBrowserSuiteApi)\b|WS_TEST_[A-Z]+_IMAGE|build-[a-z-]+-images?\.sh/;
 
 const source = (file: string) => readFileSync(join(E2E_DIR, file), 'utf8');
 const suites = readdirSync(E2E_DIR).filter((file) => SUITE.test(file)).map((file) => file.replace(SUITE, ''));
