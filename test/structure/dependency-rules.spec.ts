@@ -16,11 +16,14 @@ interface Violation {
   rule: { name: string };
 }
 
-/** Runs the checker on these paths: its exit code as `npm run lint` runs it (err output), and the violations it reports. */
-function depcruise(paths: string[]): { status: number | null; violations: Violation[] } {
-  const run = (outputType: string) => spawnSync(process.execPath, [CLI, '--config', '.dependency-cruiser.cjs', '--output-type', outputType, ...paths], { cwd: ROOT, encoding: 'utf8', timeout: 120_000, maxBuffer: 256 * 1024 ** 2 });
-  const report = JSON.parse(run('json').stdout) as { summary: { violations: Violation[] } };
-  return { status: run('err').status, violations: report.summary.violations };
+/**
+ * Runs the checker on these paths once: the violations it reports, and how many are errors, which is the exit code
+ * `npm run lint` gets from it (its err output exits with that count; the json output always exits 0).
+ */
+function depcruise(paths: string[]): { errors: number; violations: Violation[] } {
+  const run = spawnSync(process.execPath, [CLI, '--config', '.dependency-cruiser.cjs', '--output-type', 'json', ...paths], { cwd: ROOT, encoding: 'utf8', timeout: 120_000, maxBuffer: 256 * 1024 ** 2 });
+  const report = JSON.parse(run.stdout) as { summary: { error: number; violations: Violation[] } };
+  return { errors: report.summary.error, violations: report.summary.violations };
 }
 
 /** The plants: a file path (relative to the root) and what it contains; each names the rule it breaks. */
@@ -58,8 +61,8 @@ describe('library rules (npm run lint)', () => {
   });
 
   it('fails on each planted violation, naming its rule and its file', () => {
-    const { status, violations } = depcruise(written);
-    expect(status).not.toBe(0);
+    const { errors, violations } = depcruise(written);
+    expect(errors).toBeGreaterThan(0);
     for (const [rule, files] of Object.entries(PLANTS)) {
       const reported = violations.filter((v) => v.rule.name === rule).map((v) => v.from);
       expect({ rule, reported: reported.some((from) => files.some(([path]) => from === path)) }).toEqual({ rule, reported: true });
@@ -67,9 +70,9 @@ describe('library rules (npm run lint)', () => {
   });
 
   it('passes on the tree as it is, with no exception listed', () => {
-    const { status, violations } = depcruise(['apps', 'libs', 'test', 'bench'].filter((dir) => !dir.includes(TAG)));
+    const { errors, violations } = depcruise(['apps', 'libs', 'test', 'bench'].filter((dir) => !dir.includes(TAG)));
     expect(violations.filter((v) => !v.from.includes(TAG) && !v.to.includes(TAG))).toEqual([]);
     // The planted files of the other test are still there while this one runs: only they may be reported.
-    expect(status === 0 || violations.every((v) => v.from.includes(TAG) || v.to.includes(TAG))).toBe(true);
+    expect(errors === 0 || violations.every((v) => v.from.includes(TAG) || v.to.includes(TAG))).toBe(true);
   });
 });
