@@ -18,7 +18,8 @@ images=$(mktemp -d)
 trap 'jobs -p | xargs -r kill 2>/dev/null; rm -rf "$images"' EXIT
 # The four test images are built at the same time: none is made from another (each is its own debootstrap rootfs;
 # the servers image is committed from its own base; the compose images, built later, use none of them). They share
-# debootstrap's package cache, which each build fills under a lock before building (scripts/lib/debootstrap-image.sh).
+# debootstrap's package cache, which each build fills (apt, under a lock) before building from a hard-linked copy of
+# it (scripts/lib/debootstrap-image.sh).
 test_images_to_build=(  # name and build script
   "desktop build-desktop-image.sh" "browser build-browser-image.sh" "egress build-egress-image.sh" "servers build-test-server-images.sh"
 )
