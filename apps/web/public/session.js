@@ -21,28 +21,38 @@ export function mark(name) {
 }
 
 /**
- * Runs `fn(drawn)` once: with true when noVNC has drawn the first framebuffer update, with false after
- * FIRST_FRAME_WAIT_MAX_MS. noVNC has no event for it: its Display's flip() ends every update and draws it, unless
- * rectangles are still being decoded, when the render queue calls it again once they are (noVNC 1.7, pinned in
- * package-lock.json and bundled). Without that method (another noVNC) `fn(false)` runs at once, as before.
+ * Runs `fn(drawn)` once: with true when noVNC has drawn the first framebuffer update that carries pixels, with false
+ * after FIRST_FRAME_WAIT_MAX_MS. noVNC has no event for it: its Display's flip() ends every update and draws it,
+ * unless rectangles are still being decoded, when the render queue calls it again once they are; and its
+ * _handleDataRect() handles each rectangle of pixels. The server's first answer is often made of pseudo-rectangles
+ * only (cursor, LED state, desktop size: seen with TigerVNC), a flip with nothing of the desktop in it, so the
+ * flips count only once a data rectangle was handled (noVNC 1.7, pinned in package-lock.json and bundled). Without
+ * those methods (another noVNC) `fn(false)` runs at once, as before.
  */
 function afterFirstFrame(rfb, fn) {
   const display = rfb._display;
-  if (!display || typeof display.flip !== 'function') return fn(false);
+  if (!display || typeof display.flip !== 'function' || typeof rfb._handleDataRect !== 'function') return fn(false);
   let done = false;
+  let pixels = false;
   const run = (drawn) => {
     if (done) return;
     done = true;
     clearTimeout(timer);
     fn(drawn);
   };
+  const handleDataRect = rfb._handleDataRect;
+  // Both left wrapped (a boolean test per rectangle or update): unwrapping could undo a wrapper someone added since.
+  rfb._handleDataRect = function handledDataRect(...args) {
+    const handled = handleDataRect.apply(this, args);
+    if (handled) pixels = true;
+    return handled;
+  };
   const flip = display.flip;
-  // Left wrapped (a boolean test per update): unwrapping could undo a wrapper someone added since.
   display.flip = function flipped(fromQueue, ...rest) {
     // With rectangles still being decoded (JPEG) a flip is queued, and draws when the queue calls it again.
     const drawsNow = Boolean(fromQueue) || !Array.isArray(display._renderQ) || display._renderQ.length === 0;
     const result = flip.call(this, fromQueue, ...rest);
-    if (drawsNow) run(true);
+    if (drawsNow && pixels) run(true);
     return result;
   };
   const timer = setTimeout(() => run(false), FIRST_FRAME_WAIT_MAX_MS);
