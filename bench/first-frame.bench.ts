@@ -174,10 +174,71 @@ async function quiet(ctx: BenchContext): Promise<void> {
   }, QUIET_TIMEOUT_MS);
 }
 
+/** What the page's probe reports when its canvas first shows the xterm. */
+interface Shown {
+  content: number;
+  marks: Record<string, number>;
+  resources: string[];
+}
+
+/**
+ * The probe, installed before the page's own scripts (an init script) and reporting by a console message, so that
+ * nothing of Playwright's is evaluated in the page while it loads (its injected script, compiled on a page's first
+ * evaluation, would take the main thread from the client's scripts). It hooks noVNC's Display.flip() as the page
+ * hands its viewer over (`window.__rfb`) and checks the canvas on the animation frame after each flip.
+ */
+function installFirstWindowProbe([source, width]: readonly [string, number]): void {
+  const shows = new Function(`return (${source})`)() as (d: Uint8ClampedArray, w: number, h: number) => boolean;
+  const epoch = (ms: number) => performance.timeOrigin + ms;
+  let flipped = false;
+  let viewer: unknown;
+  Object.defineProperty(window, '__rfb', {
+    configurable: true,
+    get: () => viewer,
+    set: (value: { _display?: { flip?: (...args: unknown[]) => unknown } }) => {
+      viewer = value;
+      const display = value?._display;
+      const flip = display?.flip;
+      if (!display || typeof flip !== 'function') return;
+      display.flip = function (...args: unknown[]) {
+        const result = flip.apply(this, args);
+        flipped = true;
+        return result;
+      };
+    },
+  });
+  const report = () => {
+    const marks: Record<string, number> = {};
+    const navigation = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming | undefined;
+    if (navigation) marks['page-received'] = epoch(navigation.responseEnd);
+    for (const entry of performance.getEntriesByType('mark')) if (entry.name.startsWith('client:') && !(entry.name.slice(7) in marks)) marks[entry.name.slice(7)] = epoch(entry.startTime);
+    const resources = performance.getEntriesByType('resource').map((r) => {
+      const t = r as PerformanceResourceTiming;
+      return `${t.name.replace(/^https?:\/\/[^/]+/, '').slice(0, 60)} start ${epoch(t.startTime).toFixed(0)} req ${epoch(t.requestStart).toFixed(0)} resp ${epoch(t.responseStart).toFixed(0)} end ${epoch(t.responseEnd).toFixed(0)}`;
+    });
+    return { marks, resources };
+  };
+  const check = () => {
+    if (flipped) {
+      flipped = false;
+      const canvas = document.querySelector<HTMLCanvasElement>('#screen canvas');
+      const context2d = canvas?.getContext('2d');
+      if (canvas && context2d && canvas.width === width && shows(context2d.getImageData(0, 0, canvas.width, canvas.height).data, canvas.width, canvas.height)) {
+        const content = epoch(performance.now());
+        console.log(`first-window ${JSON.stringify({ content, ...report() })}`);
+        return;
+      }
+    }
+    requestAnimationFrame(check);
+  };
+  requestAnimationFrame(check);
+}
+
 /** Ours: the workspace link opened at once in Chromium, until its canvas shows the xterm. */
 async function browserFirstWindow(browser: Browser, ctx: BenchContext, variant: FirstFrameVariant, round: number): Promise<Watched> {
-  // bypassCSP: the probe below evaluates the pixel check's source in the page (the client's CSP forbids eval).
+  // bypassCSP: the probe evaluates the pixel check's source in the page (the client's CSP forbids eval).
   const context = await browser.newContext({ viewport: { width: 1024, height: 768 }, bypassCSP: true });
+  await context.addInitScript(installFirstWindowProbe, [showsFirstWindow.toString(), X_RES] as const);
   const page = await context.newPage();
   // The tab's renderer for the service's origin started before the clock: a navigation from about:blank to another
   // site starts a new renderer process (site isolation), which is the browser's start, not the service's. The page
@@ -187,39 +248,24 @@ async function browserFirstWindow(browser: Browser, ctx: BenchContext, variant: 
   const start = Date.now();
   const launched = await variant.launch(ctx, round);
   const answered = Date.now();
+  let timer: NodeJS.Timeout | undefined;
+  const reported = new Promise<Shown>((resolve, reject) => {
+    page.on('console', (message) => {
+      const text = message.text();
+      if (text.startsWith('first-window ')) resolve(JSON.parse(text.slice('first-window '.length)) as Shown);
+    });
+    timer = setTimeout(() => reject(new Error(`no xterm on the page within ${CONTENT_TIMEOUT_MS} ms`)), CONTENT_TIMEOUT_MS);
+  });
+  reported.catch(() => undefined); // awaited below; a rejection before then is not unhandled
   try {
     await page.goto(`${ctx.base}${launched.workspaceUrl}?disable_tips=1`, { waitUntil: 'commit' });
-    const shown = await page.waitForFunction(
-      ([source, width]) => {
-        const canvas = document.querySelector<HTMLCanvasElement>('#screen canvas');
-        const ctx2d = canvas?.getContext('2d');
-        if (!canvas || !ctx2d || canvas.width !== width) return false;
-        const pixels = ctx2d.getImageData(0, 0, canvas.width, canvas.height).data;
-        // Compiled once per page: the check runs every animation frame, beside the client it watches.
-        const holder = window as unknown as { showsFirstWindow?: (d: Uint8ClampedArray, w: number, h: number) => boolean };
-        holder.showsFirstWindow ??= new Function(`return (${source})`)() as (d: Uint8ClampedArray, w: number, h: number) => boolean;
-        const found = holder.showsFirstWindow(pixels, canvas.width, canvas.height);
-        if (!found) return false;
-        const epoch = (ms: number) => performance.timeOrigin + ms;
-        const marks: Record<string, number> = {};
-        const navigation = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming | undefined;
-        if (navigation) marks['page-received'] = epoch(navigation.responseEnd);
-        for (const entry of performance.getEntriesByType('mark')) if (entry.name.startsWith('client:') && !(entry.name.slice(7) in marks)) marks[entry.name.slice(7)] = epoch(entry.startTime);
-        const resources = performance.getEntriesByType('resource').map((r) => {
-          const t = r as PerformanceResourceTiming;
-          return `${t.name.replace(/^https?:\/\/[^/]+/, '').slice(0, 60)} start ${epoch(t.startTime).toFixed(0)} req ${epoch(t.requestStart).toFixed(0)} resp ${epoch(t.responseStart).toFixed(0)} end ${epoch(t.responseEnd).toFixed(0)}`;
-        });
-        return { content: epoch(performance.now()), marks, resources };
-      },
-      [showsFirstWindow.toString(), X_RES] as const,
-      { timeout: CONTENT_TIMEOUT_MS, polling: 'raf' },
-    );
-    const { content, marks, resources } = (await shown.jsonValue()) as { content: number; marks: Record<string, number>; resources: string[] };
+    const { content, marks, resources } = await reported;
     if (process.env.BENCH_FIRST_FRAME_TRACE) console.log(`${variant.name} #${round} from ${start}:\n  ${resources.map((r) => r.replace(/\d{13}/g, (t) => String(Number(t) - start))).join('\n  ')}\n  marks ${JSON.stringify(Object.fromEntries(Object.entries(marks).map(([k, v]) => [k, Math.round(v - start)])))} content ${Math.round(content - start)}`);
     const [event] = (await ctx.db.query(`SELECT (extract(epoch FROM created_at) * 1000)::float8 AS at FROM workspace_events WHERE workspace_id = $1 AND type = 'running'`, [launched.workspaceId])) as Array<{ at: number }>;
     const running = event && event.at >= start ? event.at : null;
     return { start, answered, content, running, marks };
   } finally {
+    clearTimeout(timer);
     await context.close();
     await launched.release();
   }
