@@ -20,7 +20,6 @@ const only = (names) => ({ testRegex: [filesPattern(names)], testMatch: undefine
 const e2eGroup = {
   early: only(E2E_EARLY),
   shared: { testPathIgnorePatterns: ['/node_modules/', filesPattern(E2E_ALONE), filesPattern(E2E_EARLY)] },
-  alone: only(E2E_ALONE),
   ...Object.fromEntries(Object.entries(E2E_ALONE_LANES).map(([lane, names]) => [lane, only(names)])),
 }[process.env.WS_E2E_GROUP ?? ''] ?? {};
 module.exports = {

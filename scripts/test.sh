@@ -91,7 +91,7 @@ if [ "$#" -eq 0 ]; then
   use_compose_images
   log "e2e: the alone lanes, side by side"
   lanes=()
-  for lane in alone-faults alone-hosts; do
+  for lane in $(node -p "Object.keys(require('./test/e2e/groups').E2E_ALONE_LANES).join(' ')"); do
     WS_E2E_GROUP=$lane npx jest --selectProjects e2e --runInBand --passWithNoTests --forceExit &
     lanes+=("$!")
   done
