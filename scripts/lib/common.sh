@@ -52,10 +52,8 @@ apt_install() {
   [ -w "$lock_dir" ] || lock_dir="${TMPDIR:-/tmp}"
   exec 8>"$lock_dir/workspace-server-apt-install.lock" || die "cannot open $lock_dir/workspace-server-apt-install.lock"
   flock -w 900 8 || die "timed out after 900s waiting for another script's apt-get install"
-  _ws_apt_install_locked "$@"
-  local rc=$?
+  _ws_apt_install_locked "$@"  # installs, or dies (which releases the lock with the process)
   exec 8>&-
-  return "$rc"
 }
 
 _ws_apt_install_locked() {

@@ -49,15 +49,16 @@ _dbi_cleanup() {
 # debootstrap still checks every file's checksum against its own index and fetches whatever is missing, so this
 # only saves time: a failure here is logged and the build goes on. Call under the debootstrap-cache lock.
 _dbi_prefetch() {  # suite mirror cache_dir packages(comma-separated)
-  local suite="$1" mirror="$2" cache_dir="$3" packages="$4" apt_dir="$3/.apt" required
+  local suite="$1" mirror="$2" cache_dir="$3" packages="$4" apt_dir="$3/.apt" required arch
   have apt-get && have apt-cache || { log "no apt-get here: debootstrap downloads the packages itself"; return 0; }
+  arch="$(dpkg --print-architecture)"
   as_root mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache" "$apt_dir/empty" "$cache_dir/partial"
   as_root sh -c 'echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $1 $2 main" >"$3/sources.list"; : >"$3/status"' \
     sh "$mirror" "$suite" "$apt_dir"
   local -a opts=(-o Dir::State::Lists="$apt_dir/lists" -o Dir::State::status="$apt_dir/status"
     -o Dir::Etc::SourceList="$apt_dir/sources.list" -o Dir::Etc::SourceParts="$apt_dir/empty"
     -o Dir::Etc::Preferences="$apt_dir/empty/preferences" -o Dir::Etc::PreferencesParts="$apt_dir/empty" -o Dir::Cache="$apt_dir/cache" -o Dir::Cache::Archives="$cache_dir"
-    -o APT::Architecture="$(dpkg --print-architecture)" -o APT::Architectures::="$(dpkg --print-architecture)"
+    -o APT::Architecture="$arch" -o APT::Architectures::="$arch"
     -o APT::Install-Recommends=false -o APT::Sandbox::User=root -o Debug::NoLocking=true -o Dpkg::Use-Pty=0)
   if ! as_root apt-get "${opts[@]}" -qq update </dev/null >&2; then
     log "apt could not read $mirror $suite: debootstrap downloads the packages itself"; return 0
