@@ -17,14 +17,24 @@ const MiB = 1024 * 1024;
  * up to 64 MiB of such buffers wait for a collection, which would hide what the store itself holds.
  */
 setFlagsFromString('--expose-gc');
+// Buffers' memory is freed by the collection itself, not by a background sweep that a reading right after it would
+// race (with a sample every 16 MiB, up to 16 MiB of freed buffers were still counted).
+setFlagsFromString('--no-concurrent-array-buffer-sweeping');
 const collectGarbage = runInNewContext('gc') as () => void;
 
-/** Counts streamed bytes: a full collection after every 4 MiB, then `afterCollection` (a memory sample). */
-function collectEvery4MiB(afterCollection?: () => void): (bytes: number) => void {
+/**
+ * How often the large-object test samples what the store holds: a full collection, then a reading. Each collection
+ * walks this process's whole heap (the api is loaded in it), ~0.1 s: every 4 MiB that was half the suite's CPU (13 s
+ * of 28). Every 16 MiB still samples each direction 8 times, where holding the object would show 100 MiB or more.
+ */
+const SAMPLE_EVERY = 16 * MiB;
+
+/** Counts streamed bytes: a full collection after every SAMPLE_EVERY bytes, then `afterCollection` (a memory sample). */
+function collectPeriodically(afterCollection?: () => void): (bytes: number) => void {
   let sinceCollection = 0;
   return (bytes) => {
     sinceCollection += bytes;
-    if (sinceCollection < 4 * MiB) return;
+    if (sinceCollection < SAMPLE_EVERY) return;
     sinceCollection = 0;
     collectGarbage();
     afterCollection?.();
@@ -34,7 +44,7 @@ function collectEvery4MiB(afterCollection?: () => void): (bytes: number) => void
 /** A stream of `chunks` random MiB, generated as read (never held whole); `sha256` is ready once it has ended. */
 function generated(chunks: number, afterCollection?: () => void): { body: Readable; size: number; sha256: () => string } {
   const hash = createHash('sha256');
-  const streamed = collectEvery4MiB(afterCollection);
+  const streamed = collectPeriodically(afterCollection);
   let digest = '';
   async function* produce() {
     for (let i = 0; i < chunks; i++) {
@@ -48,9 +58,9 @@ function generated(chunks: number, afterCollection?: () => void): { body: Readab
   return { body: Readable.from(produce(), { objectMode: false }), size: chunks * MiB, sha256: () => digest };
 }
 
-/** `body` as it is read, with a full collection every 4 MiB (as `generated` does while sending). */
+/** `body` as it is read, with a full collection every SAMPLE_EVERY bytes (as `generated` does while sending). */
 function collectingWhileRead(body: Readable, afterCollection: () => void): Readable {
-  const streamed = collectEvery4MiB(afterCollection);
+  const streamed = collectPeriodically(afterCollection);
   async function* pass() {
     for await (const chunk of body) {
       streamed((chunk as Buffer).length);
@@ -181,8 +191,9 @@ describe('object storage: one contract, file:// and s3:// backends', () => {
     it('streams a 128 MiB object through (multipart on S3) with memory growth well below its size', async () => {
       await store().put('large/warm-up', Readable.from([randomBytes(MiB)])); // loads the code paths before measuring
       // What the store holds: the bytes of every live Buffer (memory outside the heap), read right after a full
-      // collection, every 4 MiB streamed each way. Not a peak of RSS: garbage V8 lets wait for a collection (up to
-      // 64 MiB of external memory) and what glibc keeps after a free swung that from 33 to 59 MiB for one upload.
+      // collection, every SAMPLE_EVERY bytes streamed each way. Not a peak of RSS: garbage V8 lets wait for a
+      // collection (up to 64 MiB of external memory) and what glibc keeps after a free swung that from 33 to 59 MiB
+      // for one upload.
       const held = () => process.memoryUsage().external;
       collectGarbage();
       const before = held();
