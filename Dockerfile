@@ -18,7 +18,9 @@ COPY apps ./apps
 COPY libs ./libs
 COPY migrations ./migrations
 # (bench/ is not in the context: the build compiles apps, libs and migrations only.)
-RUN npm run build
+# Then only the production dependencies stay, for the runtime stage to copy: a second `npm ci` there would fetch
+# and unpack them again.
+RUN npm run build && npm prune --omit=dev --no-audit --no-fund --ignore-scripts
 
 # --- runtime: production dependencies, dist/, the browser client's files, the OpenAPI document ---------------
 FROM ${BASE_IMAGE} AS runtime
@@ -29,7 +31,7 @@ RUN if ! command -v tini >/dev/null; then \
     ln -sf "$(command -v tini)" /usr/local/bin/tini
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
+COPY --from=build /app/node_modules ./node_modules
 COPY apps/web/public ./apps/web/public
 COPY openapi.json ./
 COPY --from=build /app/dist ./dist
