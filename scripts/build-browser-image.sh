@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Build the reference browser image the same way as the desktop (scripts/lib/debootstrap-image.sh): the
-# desktop's recipe (images/desktop: Xvnc, openbox, xterm) plus images/browser (Debian's chromium, run as a
-# kiosk that opens WORKSPACE_URL; `workspace-browser-open` points it at another URL: the image's go command).
-#   -> docker import as workspace-server/browser:<12 hex of sha256(both recipes + these scripts)>
+# Build the reference browser image the same way as the desktop (scripts/lib/debootstrap-image.sh): the desktop
+# base (scripts/build-desktop-base-image.sh: Xvnc, openbox, xterm) with a layer of images/browser (Debian's
+# chromium, run as a kiosk that opens WORKSPACE_URL; `workspace-browser-open` points it at another URL: the image's
+# go command).
+#   -> docker commit as workspace-server/browser:<12 hex of sha256(both recipes + these scripts)>
 #
 # stdout: ONLY the image tag (last line). Progress goes to stderr:
 #   tag=$(scripts/build-browser-image.sh | tail -1)
@@ -20,11 +21,13 @@ REPO_DIR="$(cd -- "$SCRIPT_DIR/.." && pwd)"
 . "$SCRIPT_DIR/lib/debootstrap-image.sh"
 
 IMAGE_REPO=workspace-server/browser
+BASE_SCRIPT=build-desktop-base-image.sh
 RECIPE_RELS=(images/desktop images/browser)
-HASHED_RELS=(scripts/build-browser-image.sh scripts/lib/debootstrap-image.sh)
+LAYER_RELS=(images/browser)
+HASHED_RELS=(scripts/build-browser-image.sh scripts/build-desktop-base-image.sh scripts/lib/debootstrap-image.sh)
 IMAGE_CMD='["/usr/local/bin/start-browser"]'
 IMAGE_MESSAGE="workspace-server reference browser (bookworm minbase, chromium kiosk)"
 BUILD_TIMEOUT="${BROWSER_BUILD_TIMEOUT:-1200}"
 
 [ -f "$REPO_DIR/images/browser/rootfs/usr/local/bin/start-browser" ] || die "missing images/browser/rootfs/usr/local/bin/start-browser"
-build_debootstrap_image
+build_layered_image

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Build the reference desktop image without any container registry (scripts/lib/debootstrap-image.sh):
-#   debootstrap (Debian bookworm, minbase + images/desktop/packages.txt + images/bridge/packages.txt)
-#   + images/desktop/rootfs and images/bridge/rootfs (server-session bridges, the RDP relay) overlays
-#   + user "workspace" (uid/gid 1000), no setuid/setgid bits
-#   -> docker import as workspace-server/desktop:<12 hex of sha256(recipe + these scripts)>
+# Build the reference desktop image without any container registry (scripts/lib/debootstrap-image.sh): the desktop
+# base (scripts/build-desktop-base-image.sh: minbase + images/desktop) with a layer of images/bridge (server-session
+# bridges, the RDP relay: packages and rootfs overlay), installed by apt in a container of the base, no
+# setuid/setgid bits
+#   -> docker commit as workspace-server/desktop:<12 hex of sha256(both recipes + these scripts)>
 #
 # stdout: ONLY the image tag (last line). Progress goes to stderr:
 #   tag=$(scripts/build-desktop-image.sh | tail -1)
 # If the tag already exists locally, exits immediately.
 # Env: DEBIAN_MIRROR (default: read from this machine's apt sources),
-#      DESKTOP_BUILD_TIMEOUT (seconds for debootstrap, default 1200).
+#      DESKTOP_BUILD_TIMEOUT (seconds for debootstrap and for the layer, default 1200).
 set -euo pipefail
 umask 022
 
@@ -21,12 +21,13 @@ REPO_DIR="$(cd -- "$SCRIPT_DIR/.." && pwd)"
 . "$SCRIPT_DIR/lib/debootstrap-image.sh"
 
 IMAGE_REPO=workspace-server/desktop
+BASE_SCRIPT=build-desktop-base-image.sh
 RECIPE_RELS=(images/desktop images/bridge)
-HASHED_RELS=(scripts/build-desktop-image.sh scripts/lib/debootstrap-image.sh)
+LAYER_RELS=(images/bridge)
+HASHED_RELS=(scripts/build-desktop-image.sh scripts/build-desktop-base-image.sh scripts/lib/debootstrap-image.sh)
 IMAGE_CMD='["/usr/local/bin/start-desktop"]'
 IMAGE_MESSAGE="workspace-server reference desktop (bookworm minbase)"
 BUILD_TIMEOUT="${DESKTOP_BUILD_TIMEOUT:-1200}"
 
-[ -f "$REPO_DIR/images/desktop/packages.txt" ] || die "missing images/desktop/packages.txt"
-[ -f "$REPO_DIR/images/desktop/rootfs/usr/local/bin/start-desktop" ] || die "missing images/desktop/rootfs/usr/local/bin/start-desktop"
-build_debootstrap_image
+[ -f "$REPO_DIR/images/bridge/packages.txt" ] || die "missing images/bridge/packages.txt"
+build_layered_image
