@@ -5,17 +5,25 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each line says how far into the run it is (bash's SECONDS), so a slow phase shows in any log of the run.
 log() { printf '[test %ss] %s\n' "$SECONDS" "$*" >&2; }
-
-[ -d node_modules ] || { log "installing npm packages"; npm ci --no-audit --no-fund; }
-bash scripts/ensure-services.sh
-bash scripts/ensure-docker.sh
-# The images are built in the background (each is cached by a hash of its recipe, so on a machine that has built
-# them this takes seconds) while the host's test tools are installed, the code is compiled, the unit tests run and
-# then the e2e suites that need no image; the compose deployment's images, which only the last, "alone" suites
-# need, while the other e2e suites run.
 images=$(mktemp -d)
-# A failed step ends the run: the builds still going end with it (each cleans up after itself).
+# A failed step ends the run: the jobs still going (npm ci, the image builds) end with it (each cleans up after itself).
 trap 'jobs -p | xargs -r kill 2>/dev/null; rm -rf "$images"' EXIT
+
+bash scripts/ensure-services.sh
+# npm's packages download while Docker installs and starts (both mostly wait on the network on a fresh machine).
+npm_packages=
+if [ ! -d node_modules ]; then
+  log "installing npm packages"
+  npm ci --no-audit --no-fund & npm_packages=$!
+fi
+bash scripts/ensure-docker.sh
+# debootstrap, which every image build installs first (under the lock their package cache is filled under), before
+# the host's test tools take apt's lock for a minute (scripts/lib/common.sh: apt installs take turns).
+bash -c '. scripts/lib/common.sh; have debootstrap || apt_install debootstrap debian-archive-keyring'
+# The images are built in the background (each is cached by a hash of its recipe, so on a machine that has built
+# them this takes seconds) while npm's packages and the host's test tools install, the code compiles, the unit
+# tests run and then the e2e suites that need no image; the compose deployment's images, which only the last,
+# "alone" suites need, while the other e2e suites run.
 # The four test images are built at the same time: none is made from another (each is its own debootstrap rootfs;
 # the servers image is committed from its own base; the compose images, built later, use none of them). They share
 # debootstrap's package cache, which each build fills (apt, under a lock) before building from a hard-linked copy of
@@ -52,6 +60,7 @@ test_images=$!
 # compile (their installs and the builds' take turns on apt: scripts/lib/common.sh).
 ( bash scripts/ensure-test-tools.sh && bash scripts/ensure-browser.sh && bash scripts/ensure-media-tools.sh ) &
 host_tools=$!
+if [ -n "$npm_packages" ]; then wait "$npm_packages" || { log "npm ci failed"; exit 1; }; fi
 log "compiling"
 npm run --silent build
 wait "$host_tools" || { log "installing the host's test tools failed"; exit 1; }
