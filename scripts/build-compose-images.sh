@@ -57,10 +57,17 @@ flatten() {
 # The library's recipe hash and debootstrap build for one recipe directory (the build in a subshell: its traps
 # and lock end with it). The final tags' hash covers this script too; the rootfs (an intermediate tag, kept) only
 # the recipe and the library, so a change of what this script does after debootstrap does not debootstrap again.
-recipe_hash() { local IMAGE_REPO=x; RECIPE_RELS=("$1"); _dbi_recipe_hash; }
+recipe_hash() { local IMAGE_REPO=x; RECIPE_RELS=("$@"); _dbi_recipe_hash; }
 build_rootfs() {
   ( IMAGE_REPO="$1"; RECIPE_RELS=("$2"); IMAGE_MESSAGE="$3"; HASHED_RELS=(scripts/lib/debootstrap-image.sh)
     build_debootstrap_image ) | tail -n 1
+}
+NODE_ROOTFS_ARGS=(workspace-server/node-base-rootfs images/node-base "workspace-server node base rootfs (bookworm minbase)")
+# A layer of recipe $3 on the rootfs tagged $2 (build_layered_image: apt in a container of it, committed on top), so
+# the PostgreSQL and Redis rootfs does not debootstrap a second minbase.
+build_layer() {
+  ( IMAGE_REPO="$1"; BASE_TAG="$2"; RECIPE_RELS=(images/node-base "$3"); LAYER_RELS=("$3"); IMAGE_MESSAGE="$4"
+    HASHED_RELS=(scripts/lib/debootstrap-image.sh); build_layered_image ) | tail -n 1
 }
 
 # --- 1. Node.js 20 base -------------------------------------------------------------------------------------
@@ -74,7 +81,7 @@ NODE_BASE="workspace-server/node20:$node_base_hash"
 if image_exists "$NODE_BASE"; then
   log "image $NODE_BASE is up to date"
 else
-  rootfs_tag="$(build_rootfs workspace-server/node-base-rootfs images/node-base "workspace-server node base rootfs (bookworm minbase)")"
+  rootfs_tag="$(build_rootfs "${NODE_ROOTFS_ARGS[@]}")"
   [ -n "$rootfs_tag" ] || die "the node base rootfs was not built"
   with_lock node-base-image 900
   if ! image_exists "$NODE_BASE"; then
@@ -102,13 +109,15 @@ else
 fi
 
 # --- 2. PostgreSQL 15 and Redis 7 ---------------------------------------------------------------------------
-deps_hash="$(recipe_hash images/compose-deps)"
+deps_hash="$(recipe_hash images/node-base images/compose-deps)"
 POSTGRES_IMAGE="workspace-server/postgres:$deps_hash"
 REDIS_IMAGE="workspace-server/redis:$deps_hash"
 if image_exists "$POSTGRES_IMAGE" && image_exists "$REDIS_IMAGE"; then
   log "images $POSTGRES_IMAGE and $REDIS_IMAGE are up to date"
 else
-  rootfs_tag="$(build_rootfs workspace-server/compose-deps-rootfs images/compose-deps "workspace-server PostgreSQL and Redis rootfs (bookworm minbase)")"
+  node_rootfs_tag="$(build_rootfs "${NODE_ROOTFS_ARGS[@]}")"
+  [ -n "$node_rootfs_tag" ] || die "the node base rootfs was not built"
+  rootfs_tag="$(build_layer workspace-server/compose-deps-rootfs "$node_rootfs_tag" images/compose-deps "workspace-server PostgreSQL and Redis rootfs (on the node base rootfs)")"
   [ -n "$rootfs_tag" ] || die "the PostgreSQL/Redis rootfs was not built"
   with_lock compose-deps-image 900
   deps_tag="workspace-server/compose-deps:$deps_hash"

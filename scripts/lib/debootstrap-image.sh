@@ -203,7 +203,7 @@ build_debootstrap_image() {
 # and configuration (npm test builds the desktop, the browser and the test servers on one base: 210 CPU seconds
 # fewer than three debootstraps, on 2 cores).
 # Set, besides IMAGE_REPO, IMAGE_CMD, IMAGE_MESSAGE and BUILD_TIMEOUT:
-#   BASE_SCRIPT    the base's build script, relative to scripts/
+#   BASE_SCRIPT    the base's build script, relative to scripts/ (or BASE_TAG: a base image already built)
 #   RECIPE_RELS    the base's recipe directories and then the layer's (the tag's hash and the package cache)
 #   LAYER_RELS     the layer's recipe directories, in order
 #   HASHED_RELS    as above; include the base's build script
@@ -220,8 +220,12 @@ build_layered_image() {
   if _dbi_exists; then log "image $tag is up to date (built by a concurrent run)"; printf '%s\n' "$tag"; return 0; fi
 
   start=$SECONDS
-  base_tag="$(bash "$SCRIPT_DIR/$BASE_SCRIPT" | tail -n 1)"
-  [ -n "$base_tag" ] || die "the base image (scripts/$BASE_SCRIPT) was not built"
+  if [ -n "${BASE_TAG:-}" ]; then
+    base_tag="$BASE_TAG"
+  else
+    base_tag="$(bash "$SCRIPT_DIR/$BASE_SCRIPT" | tail -n 1)"
+    [ -n "$base_tag" ] || die "the base image (scripts/$BASE_SCRIPT) was not built"
+  fi
   _dbi_recipe_packages() {
     for d in "$@"; do [ -f "$REPO_DIR/$d/packages.txt" ] && sed -e 's/#.*//' "$REPO_DIR/$d/packages.txt"; done |
       tr -s ' \t\r\n' '\n' | sed '/^$/d' | awk '!seen[$0]++' | paste -sd, -
