@@ -22,9 +22,9 @@ REPO_DIR="$(cd -- "$SCRIPT_DIR/.." && pwd)"
 
 IMAGE_REPO=workspace-server/browser
 BASE_SCRIPT=build-desktop-base-image.sh
-RECIPE_RELS=(images/desktop images/browser)
+RECIPE_RELS=(images/debian-base images/desktop images/browser)
 LAYER_RELS=(images/browser)
-HASHED_RELS=(scripts/build-browser-image.sh scripts/build-desktop-base-image.sh scripts/lib/debootstrap-image.sh)
+HASHED_RELS=(scripts/build-browser-image.sh scripts/build-desktop-base-image.sh scripts/build-debian-base-image.sh scripts/lib/debootstrap-image.sh)
 IMAGE_CMD='["/usr/local/bin/start-browser"]'
 IMAGE_MESSAGE="workspace-server reference browser (bookworm minbase, chromium kiosk)"
 BUILD_TIMEOUT="${BROWSER_BUILD_TIMEOUT:-1200}"

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Build the images of the compose deployment without any container registry (the compose test and operators
 # without registry access use them; docker-compose.yml's defaults are the official images):
-#   1. a Node.js 20 base: Debian bookworm minbase + images/node-base/packages.txt (tini, ca-certificates) via
-#      scripts/lib/debootstrap-image.sh, plus this machine's own Node.js 20 (the files of its `nodejs` package:
+#   1. a Node.js 20 base: the Debian base (scripts/build-debian-base-image.sh: bookworm minbase, tini,
+#      ca-certificates), plus this machine's own Node.js 20 (the files of its `nodejs` package:
 #      node, npm, corepack, headers) and its extra CA certificates, user "node" (uid/gid 1000)
 #      -> workspace-server/node20:<hash> (hash: the recipe, these scripts, the node, npm and package versions, the CAs)
-#   2. PostgreSQL 15 and Redis 7 from Debian's postgresql-15 and redis-server (images/compose-deps, one rootfs,
-#      two tags) -> workspace-server/postgres:<hash>, workspace-server/redis:<hash>
+#   2. PostgreSQL 15 and Redis 7 from Debian's postgresql-15 and redis-server (images/compose-deps, a layer on the
+#      Debian base, two tags) -> workspace-server/postgres:<hash>, workspace-server/redis:<hash>
 #   3. the service image: `docker build` of the repo's Dockerfile FROM (1)
 #      -> workspace-server:<12 hex of sha256(the build context's files + the base tag)>, older tags removed
 # Each step is skipped when its tag exists (cached by recipe / source hash).
@@ -24,7 +24,7 @@ REPO_DIR="$(cd -- "$SCRIPT_DIR/.." && pwd)"
 # shellcheck source-path=SCRIPTDIR source=lib/debootstrap-image.sh
 . "$SCRIPT_DIR/lib/debootstrap-image.sh"
 
-HASHED_RELS=(scripts/build-compose-images.sh scripts/lib/debootstrap-image.sh)
+HASHED_RELS=(scripts/build-compose-images.sh scripts/build-debian-base-image.sh scripts/lib/debootstrap-image.sh)
 IMAGE_CMD='["/bin/sh"]'
 BUILD_TIMEOUT="${COMPOSE_IMAGES_BUILD_TIMEOUT:-1200}"
 image_exists() { docker image inspect "$1" >/dev/null 2>&1; }
@@ -54,20 +54,16 @@ flatten() {
   docker rm -f "$_cid" >/dev/null 2>&1 || true
   _cid=""
 }
-# The library's recipe hash and debootstrap build for one recipe directory (the build in a subshell: its traps
-# and lock end with it). The final tags' hash covers this script too; the rootfs (an intermediate tag, kept) only
-# the recipe and the library, so a change of what this script does after debootstrap does not debootstrap again.
+# The library's recipe hash of recipe directories, and its layered build (in a subshell: its traps and lock end with
+# it). The final tags' hash covers this script too; the layer (an intermediate tag, kept) only the recipes, the
+# base's script and the library, so a change of what this script does afterwards does not install it again.
 recipe_hash() { local IMAGE_REPO=x; RECIPE_RELS=("$@"); _dbi_recipe_hash; }
-build_rootfs() {
-  ( IMAGE_REPO="$1"; RECIPE_RELS=("$2"); IMAGE_MESSAGE="$3"; HASHED_RELS=(scripts/lib/debootstrap-image.sh)
-    build_debootstrap_image ) | tail -n 1
-}
-NODE_ROOTFS_ARGS=(workspace-server/node-base-rootfs images/node-base "workspace-server node base rootfs (bookworm minbase)")
-# A layer of recipe $3 on the rootfs tagged $2 (build_layered_image: apt in a container of it, committed on top), so
-# the PostgreSQL and Redis rootfs does not debootstrap a second minbase.
+debian_base() { bash "$SCRIPT_DIR/build-debian-base-image.sh" | tail -n 1; }
+# A layer of recipe $2 on the Debian base (build_layered_image: apt in a container of it, committed on top).
 build_layer() {
-  ( IMAGE_REPO="$1"; BASE_TAG="$2"; RECIPE_RELS=(images/node-base "$3"); LAYER_RELS=("$3"); IMAGE_MESSAGE="$4"
-    HASHED_RELS=(scripts/lib/debootstrap-image.sh); build_layered_image ) | tail -n 1
+  ( IMAGE_REPO="$1"; BASE_SCRIPT=build-debian-base-image.sh; RECIPE_RELS=(images/debian-base "$2"); LAYER_RELS=("$2")
+    IMAGE_MESSAGE="$3"; HASHED_RELS=(scripts/build-debian-base-image.sh scripts/lib/debootstrap-image.sh)
+    build_layered_image ) | tail -n 1
 }
 
 # --- 1. Node.js 20 base -------------------------------------------------------------------------------------
@@ -75,14 +71,14 @@ have node && have dpkg-query || die "need this machine's Node.js 20 (package nod
 node_major="$(node -p 'process.versions.node.split(".")[0]')"
 [ "$node_major" = 20 ] || die "this machine's Node.js is $(node --version), not 20"
 EXTRA_CAS=/usr/local/share/ca-certificates
-node_base_hash="$({ recipe_hash images/node-base; node --version; npm --version; dpkg-query -W -f '${Version}\n' nodejs
+node_base_hash="$({ recipe_hash images/debian-base; node --version; npm --version; dpkg-query -W -f '${Version}\n' nodejs
   [ ! -d "$EXTRA_CAS" ] || find "$EXTRA_CAS" -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum; } | short_hash)"
 NODE_BASE="workspace-server/node20:$node_base_hash"
 if image_exists "$NODE_BASE"; then
   log "image $NODE_BASE is up to date"
 else
-  rootfs_tag="$(build_rootfs "${NODE_ROOTFS_ARGS[@]}")"
-  [ -n "$rootfs_tag" ] || die "the node base rootfs was not built"
+  rootfs_tag="$(debian_base)"
+  [ -n "$rootfs_tag" ] || die "the Debian base was not built"
   with_lock node-base-image 900
   if ! image_exists "$NODE_BASE"; then
     # The machine's Node.js: its package's files (dpkg -L nodejs) without documentation, and npm and corepack
@@ -109,15 +105,13 @@ else
 fi
 
 # --- 2. PostgreSQL 15 and Redis 7 ---------------------------------------------------------------------------
-deps_hash="$(recipe_hash images/node-base images/compose-deps)"
+deps_hash="$(recipe_hash images/debian-base images/compose-deps)"
 POSTGRES_IMAGE="workspace-server/postgres:$deps_hash"
 REDIS_IMAGE="workspace-server/redis:$deps_hash"
 if image_exists "$POSTGRES_IMAGE" && image_exists "$REDIS_IMAGE"; then
   log "images $POSTGRES_IMAGE and $REDIS_IMAGE are up to date"
 else
-  node_rootfs_tag="$(build_rootfs "${NODE_ROOTFS_ARGS[@]}")"
-  [ -n "$node_rootfs_tag" ] || die "the node base rootfs was not built"
-  rootfs_tag="$(build_layer workspace-server/compose-deps-rootfs "$node_rootfs_tag" images/compose-deps "workspace-server PostgreSQL and Redis rootfs (on the node base rootfs)")"
+  rootfs_tag="$(build_layer workspace-server/compose-deps-rootfs images/compose-deps "workspace-server PostgreSQL and Redis rootfs (on the Debian base)")"
   [ -n "$rootfs_tag" ] || die "the PostgreSQL/Redis rootfs was not built"
   with_lock compose-deps-image 900
   deps_tag="workspace-server/compose-deps:$deps_hash"

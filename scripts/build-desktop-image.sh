@@ -22,9 +22,9 @@ REPO_DIR="$(cd -- "$SCRIPT_DIR/.." && pwd)"
 
 IMAGE_REPO=workspace-server/desktop
 BASE_SCRIPT=build-desktop-base-image.sh
-RECIPE_RELS=(images/desktop images/bridge)
+RECIPE_RELS=(images/debian-base images/desktop images/bridge)
 LAYER_RELS=(images/bridge)
-HASHED_RELS=(scripts/build-desktop-image.sh scripts/build-desktop-base-image.sh scripts/lib/debootstrap-image.sh)
+HASHED_RELS=(scripts/build-desktop-image.sh scripts/build-desktop-base-image.sh scripts/build-debian-base-image.sh scripts/lib/debootstrap-image.sh)
 IMAGE_CMD='["/usr/local/bin/start-desktop"]'
 IMAGE_MESSAGE="workspace-server reference desktop (bookworm minbase)"
 BUILD_TIMEOUT="${DESKTOP_BUILD_TIMEOUT:-1200}"

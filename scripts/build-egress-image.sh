@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Build the egress sidecar image the same way as the desktop (scripts/lib/debootstrap-image.sh): Debian
-# bookworm minbase + images/egress/packages.txt (wireguard-go, wireguard-tools, openvpn, nebula, iproute2,
-# iptables) + images/egress/rootfs (the sidecar's entrypoint, egress-sidecar).
-#   -> docker import as workspace-server/egress:<12 hex of sha256(the recipe + these scripts)>
-# The import's USER is the library's "workspace": the worker and the tests run the sidecar as root (User 0),
+# Build the egress sidecar image the same way as the desktop (scripts/lib/debootstrap-image.sh): the Debian base
+# (scripts/build-debian-base-image.sh: bookworm minbase) with a layer of images/egress/packages.txt (wireguard-go,
+# wireguard-tools, openvpn, nebula, iproute2, iptables) and images/egress/rootfs (the sidecar's entrypoint,
+# egress-sidecar).
+#   -> docker commit as workspace-server/egress:<12 hex of sha256(both recipes + these scripts)>
+# The image's USER is the library's "workspace": the worker and the tests run the sidecar as root (User 0),
 # with NET_ADMIN and /dev/net/tun, which only the sidecar gets.
 #
 # stdout: ONLY the image tag (last line). Progress goes to stderr:
@@ -22,11 +23,13 @@ REPO_DIR="$(cd -- "$SCRIPT_DIR/.." && pwd)"
 . "$SCRIPT_DIR/lib/debootstrap-image.sh"
 
 IMAGE_REPO=workspace-server/egress
-RECIPE_RELS=(images/egress)
-HASHED_RELS=(scripts/build-egress-image.sh scripts/lib/debootstrap-image.sh)
+BASE_SCRIPT=build-debian-base-image.sh
+RECIPE_RELS=(images/debian-base images/egress)
+LAYER_RELS=(images/egress)
+HASHED_RELS=(scripts/build-egress-image.sh scripts/build-debian-base-image.sh scripts/lib/debootstrap-image.sh)
 IMAGE_CMD='["/usr/local/bin/egress-sidecar"]'
 IMAGE_MESSAGE="workspace-server egress sidecar (bookworm minbase; WireGuard, OpenVPN, Nebula)"
 BUILD_TIMEOUT="${EGRESS_BUILD_TIMEOUT:-1200}"
 
 [ -f "$REPO_DIR/images/egress/rootfs/usr/local/bin/egress-sidecar" ] || die "missing images/egress/rootfs/usr/local/bin/egress-sidecar"
-build_debootstrap_image
+build_layered_image

@@ -25,9 +25,9 @@ REPO_DIR="$(cd -- "$SCRIPT_DIR/.." && pwd)"
 # chpasswd), so the library's image is a base that one `docker commit` turns into the final image with USER root.
 IMAGE_REPO=workspace-server/test-servers
 BASE_SCRIPT=build-desktop-base-image.sh
-RECIPE_RELS=(images/desktop images/test-servers)
+RECIPE_RELS=(images/debian-base images/desktop images/test-servers)
 LAYER_RELS=(images/test-servers)
-HASHED_RELS=(scripts/build-test-server-images.sh scripts/build-desktop-base-image.sh scripts/lib/debootstrap-image.sh)
+HASHED_RELS=(scripts/build-test-server-images.sh scripts/build-desktop-base-image.sh scripts/build-debian-base-image.sh scripts/lib/debootstrap-image.sh)
 IMAGE_CMD='["rdp"]'
 IMAGE_CHANGES=('USER root' 'WORKDIR /root' 'ENV HOME=/root' 'EXPOSE 3389 22' 'ENTRYPOINT ["/usr/local/bin/test-server"]')
 IMAGE_MESSAGE="workspace-server test servers (xrdp + openssh-server on the desktop base; test-only)"
