@@ -24,10 +24,10 @@ bash -c '. scripts/lib/common.sh; have debootstrap || apt_install debootstrap de
 # them this takes seconds) while npm's packages and the host's test tools install, the code compiles, the unit
 # tests run and then the e2e suites that need no image; the compose deployment's images, which only the last,
 # "alone" suites need, while the other e2e suites run.
-# The four test images are built at the same time: none is made from another (each is its own debootstrap rootfs;
-# the servers image is committed from its own base; the compose images, built later, use none of them). They share
-# debootstrap's package cache, which each build fills (apt, under a lock) before building from a hard-linked copy of
-# it (scripts/lib/debootstrap-image.sh).
+# The four test images are started at the same time. They are layers on shared bases (the Debian base, and the
+# desktop base for the desktop, the browser and the test servers), which the first build to need one makes under its
+# lock while the others wait for it. Every layer's packages come from debootstrap's package cache, filled under a
+# lock (scripts/lib/debootstrap-image.sh).
 test_images_to_build=(  # name and build script
   "desktop build-desktop-image.sh" "browser build-browser-image.sh" "egress build-egress-image.sh" "servers build-test-server-images.sh"
 )
