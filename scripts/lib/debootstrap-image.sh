@@ -22,6 +22,50 @@ _dbi_recipe_hash() {
   )
 }
 
+# The packages.txt entries of the recipe directories given, comments and blank lines dropped, each name once (its
+# first place), comma-separated.
+_dbi_recipe_packages() {
+  local d
+  for d in "$@"; do
+    if [ -f "$REPO_DIR/$d/packages.txt" ]; then sed -e 's/#.*//' "$REPO_DIR/$d/packages.txt"; fi
+  done | tr -s ' \t\r\n' '\n' | sed '/^$/d' | awk '!seen[$0]++' | paste -sd, -
+}
+
+_dbi_exists() { have docker && docker image inspect "$_DBI_TAG" >/dev/null 2>&1; }
+
+# The start of every build: sets _DBI_TAG from the recipe hash; when that image exists (also once a concurrent run
+# building it lets go of its lock), prints the tag and succeeds. Otherwise fails, holding the image's lock with
+# Docker running: the caller builds.
+_dbi_up_to_date() {
+  local hash
+  hash="$(_dbi_recipe_hash)" && [ -n "$hash" ] || die "cannot hash the recipe of $IMAGE_REPO"
+  _DBI_TAG="$IMAGE_REPO:$hash"
+  if _dbi_exists; then log "image $_DBI_TAG is up to date"; printf '%s\n' "$_DBI_TAG"; return 0; fi
+  "$SCRIPT_DIR/ensure-docker.sh" >&2 || die "docker engine is not available"
+  with_lock "${IMAGE_REPO##*/}-image" 1800
+  if _dbi_exists; then log "image $_DBI_TAG is up to date (built by a concurrent run)"; printf '%s\n' "$_DBI_TAG"; return 0; fi
+  return 1
+}
+
+# The end of every build (started at SECONDS $1): the image is there; its tag on stdout.
+_dbi_built() {
+  _dbi_exists || die "image $_DBI_TAG not found after it was made"
+  log "built $_DBI_TAG in $(( SECONDS - $1 ))s ($(docker image inspect --format '{{.Size}}' "$_DBI_TAG" | awk '{ printf "%.0f MB", $1 / 1e6 }'))"
+  printf '%s\n' "$_DBI_TAG"
+}
+
+# A recipe's overlay files (the directory $1) into the root filesystem at $2 ("" inside a build container), as root:
+# root-owned, 0755 for executables, 0644 otherwise. Run on the host for a debootstrap build and inside the build
+# container for a layer.
+_DBI_OVERLAY='
+  set -e
+  cd "$1"
+  find . -type f | while IFS= read -r f; do
+    mode=0644; [ -x "$f" ] && mode=0755
+    install -D -o root -g root -m "$mode" "$f" "$2/${f#./}"
+  done
+'
+
 # The last steps of every image's root filesystem, run as root with its root directory as $1 (on the host for a
 # debootstrap build, "/" inside the build container for a layer):
 # - slim down: package caches, lists, docs, logs;
@@ -95,18 +139,12 @@ _dbi_prefetch() {  # suite mirror cache_dir packages(comma-separated)
 build_debootstrap_image() {
   local suite=bookworm cache_dir=/var/cache/workspace-server/debootstrap
   local tag d
-  tag="$IMAGE_REPO:$(_dbi_recipe_hash)"
-  _dbi_exists() { have docker && docker image inspect "$tag" >/dev/null 2>&1; }
-
-  if _dbi_exists; then log "image $tag is up to date"; printf '%s\n' "$tag"; return 0; fi
-  "$SCRIPT_DIR/ensure-docker.sh" >&2 || die "docker engine is not available"
-  with_lock "${IMAGE_REPO##*/}-image" 1800
-  if _dbi_exists; then log "image $tag is up to date (built by a concurrent run)"; printf '%s\n' "$tag"; return 0; fi
+  _dbi_up_to_date && return 0
+  tag="$_DBI_TAG"
 
   local mirror packages
   mirror="$(debian_mirror "$suite")"
-  packages="$(for d in "${RECIPE_RELS[@]}"; do [ -f "$REPO_DIR/$d/packages.txt" ] && sed -e 's/#.*//' "$REPO_DIR/$d/packages.txt"; done |
-    tr -s ' \t\r\n' '\n' | sed '/^$/d' | awk '!seen[$0]++' | paste -sd, -)"
+  packages="$(_dbi_recipe_packages "${RECIPE_RELS[@]}")"
   [ -n "$packages" ] || die "no packages listed in ${RECIPE_RELS[*]}"
 
   as_root mkdir -p "$cache_dir" /var/tmp
@@ -149,17 +187,10 @@ build_debootstrap_image() {
   log "debootstrap done after $(( SECONDS - start ))s"
   [ -z "$(_dbi_mounts_under "$rootfs" | grep -vxF "$rootfs")" ] || die "debootstrap left filesystems mounted under $rootfs"
 
-  # Overlay files, each recipe in order (a later one may replace an earlier one's file): root-owned, 0755 for
-  # executables, 0644 otherwise.
+  # Overlay files, each recipe in order (a later one may replace an earlier one's file).
   for d in "${RECIPE_RELS[@]}"; do
     [ -d "$REPO_DIR/$d/rootfs" ] || continue
-    (
-      cd "$REPO_DIR/$d/rootfs"
-      find . -type f -print0 | while IFS= read -r -d '' f; do
-        mode=0644; [ -x "$f" ] && mode=0755
-        as_root install -D -o root -g root -m "$mode" "$f" "$rootfs/${f#./}"
-      done
-    )
+    as_root sh -c "$_DBI_OVERLAY" sh "$REPO_DIR/$d/rootfs" "$rootfs" || die "installing $d's overlay failed"
   done
 
   # Unprivileged user.
@@ -191,9 +222,7 @@ build_debootstrap_image() {
       --change "CMD $IMAGE_CMD" \
       --message "$IMAGE_MESSAGE" \
       - "$tag" >&2 || die "docker import failed"
-  _dbi_exists || die "image $tag not found after import"
-  log "built $tag in $(( SECONDS - start ))s ($(docker image inspect --format '{{.Size}}' "$tag" | awk '{ printf "%.0f MB", $1 / 1e6 }'))"
-  printf '%s\n' "$tag"
+  _dbi_built "$start"
 }
 
 # A layered image: a base image another script builds (BASE_SCRIPT; its stdout is the base's tag) plus a layer:
@@ -211,13 +240,8 @@ build_debootstrap_image() {
 build_layered_image() {
   local suite=bookworm cache_dir=/var/cache/workspace-server/debootstrap
   local tag base_tag mirror packages layer_packages cid d start rc=0
-  tag="$IMAGE_REPO:$(_dbi_recipe_hash)"
-  _dbi_exists() { have docker && docker image inspect "$tag" >/dev/null 2>&1; }
-
-  if _dbi_exists; then log "image $tag is up to date"; printf '%s\n' "$tag"; return 0; fi
-  "$SCRIPT_DIR/ensure-docker.sh" >&2 || die "docker engine is not available"
-  with_lock "${IMAGE_REPO##*/}-image" 1800
-  if _dbi_exists; then log "image $tag is up to date (built by a concurrent run)"; printf '%s\n' "$tag"; return 0; fi
+  _dbi_up_to_date && return 0
+  tag="$_DBI_TAG"
 
   start=$SECONDS
   if [ -n "${BASE_TAG:-}" ]; then
@@ -226,10 +250,6 @@ build_layered_image() {
     base_tag="$(bash "$SCRIPT_DIR/$BASE_SCRIPT" | tail -n 1)"
     [ -n "$base_tag" ] || die "the base image (scripts/$BASE_SCRIPT) was not built"
   fi
-  _dbi_recipe_packages() {
-    for d in "$@"; do [ -f "$REPO_DIR/$d/packages.txt" ] && sed -e 's/#.*//' "$REPO_DIR/$d/packages.txt"; done |
-      tr -s ' \t\r\n' '\n' | sed '/^$/d' | awk '!seen[$0]++' | paste -sd, -
-  }
   packages="$(_dbi_recipe_packages "${RECIPE_RELS[@]}")"
   layer_packages="$(_dbi_recipe_packages "${LAYER_RELS[@]}")"
   [ -n "$layer_packages" ] || die "no packages listed in ${LAYER_RELS[*]}"
@@ -254,12 +274,13 @@ build_layered_image() {
   as_root cp -al "$cache_dir/.apt/lists" "$_DBI_PRIVATE_CACHE/lists" || die "cannot link apt's lists"
   as_root mkdir -p "$_DBI_PRIVATE_CACHE/partial" "$_DBI_PRIVATE_CACHE/lists/partial" "$_DBI_PRIVATE_CACHE/overlay"
   printf '%s\n' "$_DBI_FINISH" | as_root tee "$_DBI_PRIVATE_CACHE/finish.sh" >/dev/null
+  printf '%s\n' "$_DBI_OVERLAY" | as_root tee "$_DBI_PRIVATE_CACHE/overlay.sh" >/dev/null
   for d in "${LAYER_RELS[@]}"; do
     [ -d "$REPO_DIR/$d/rootfs" ] && as_root cp -r "$REPO_DIR/$d/rootfs/." "$_DBI_PRIVATE_CACHE/overlay/"
   done
 
-  # Services a package would start stay stopped (policy-rc.d); the overlay as the debootstrap build installs it:
-  # root-owned, 0755 for executables, 0644 otherwise; fontconfig's caches brought up to date last (see above).
+  # Services a package would start stay stopped (policy-rc.d); the overlay as the debootstrap build installs it;
+  # fontconfig's caches brought up to date last (see above).
   local script='
     set -eu
     printf "#!/bin/sh\nexit 101\n" >/usr/sbin/policy-rc.d && chmod 0755 /usr/sbin/policy-rc.d
@@ -267,11 +288,7 @@ build_layered_image() {
       -o Dir::Cache::Archives=/srv/ -o Dir::State::Lists=/srv/lists -o Debug::NoLocking=true \
       -o APT::Sandbox::User=root -o Dpkg::Use-Pty=0 install "$@" </dev/null
     rm -f /usr/sbin/policy-rc.d
-    cd /srv/overlay
-    find . -type f | while IFS= read -r f; do
-      mode=0644; [ -x "$f" ] && mode=0755
-      install -D -o root -g root -m "$mode" "$f" "/${f#./}"
-    done
+    sh /srv/overlay.sh /srv/overlay ""
     sh /srv/finish.sh /
     if [ -x /usr/bin/fc-cache ]; then fc-cache --system-only; fi
   '
@@ -284,7 +301,5 @@ build_layered_image() {
   local -a changes=(--change 'USER workspace' --change "CMD $IMAGE_CMD")
   for d in ${IMAGE_CHANGES[@]+"${IMAGE_CHANGES[@]}"}; do changes+=(--change "$d"); done
   docker commit "${changes[@]}" --message "$IMAGE_MESSAGE" "$cid" "$tag" >/dev/null || die "docker commit $tag failed"
-  _dbi_exists || die "image $tag not found after commit"
-  log "built $tag in $(( SECONDS - start ))s ($(docker image inspect --format '{{.Size}}' "$tag" | awk '{ printf "%.0f MB", $1 / 1e6 }'))"
-  printf '%s\n' "$tag"
+  _dbi_built "$start"
 }
