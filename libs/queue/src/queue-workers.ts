@@ -137,8 +137,10 @@ export class QueueWorkers implements OnApplicationBootstrap, OnModuleDestroy {
     if (await settlesWithin(closed, this.config.WORKER_SHUTDOWN_GRACE_MS)) return;
     const running = [...this.running.values()];
     const handedBack = await Promise.all(running.map((r) => this.handBack(r)));
+    // Named, so an operator can tell a job that was slow to finish from one that waits on something.
+    const names = running.map(({ job }) => `${job.name} ${job.id}`).join(', ');
     this.logger.warn(
-      `shutdown: ${handedBack.filter(Boolean).length} of ${running.length} running jobs handed back to the queue after the ${this.config.WORKER_SHUTDOWN_GRACE_MS} ms grace`,
+      `shutdown: ${handedBack.filter(Boolean).length} of ${running.length} running jobs handed back to the queue after the ${this.config.WORKER_SHUTDOWN_GRACE_MS} ms grace (${names})`,
     );
     if (!(await settlesWithin(closed, CLOSE_AFTER_HAND_BACK_MS))) this.logger.warn('shutdown: queue workers did not close; leaving them');
   }
