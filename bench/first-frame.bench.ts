@@ -279,7 +279,7 @@ async function main(): Promise<void> {
   const { base } = bench;
   let browser: Browser | undefined;
   try {
-    browser = await launchChromium();
+    browser = await launchChromium([], 'full');
     const definition = { name: image, cores: CORES, memory: MEMORY_MB * 1024 ** 2, xRes: X_RES, yRes: Y_RES, portMap: { vnc: '5900/tcp' } };
     const { zone, image: img, auth } = await registerLocalDesktop(bench.api, { ...definition, friendlyName: 'Desktop' });
     const staged = await bench.api.get(ImagesService).upsert({ ...definition, friendlyName: 'Staged desktop' });

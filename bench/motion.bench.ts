@@ -323,7 +323,7 @@ async function main(): Promise<void> {
   const bench = await startBenchApi({ worker: true, kind: 'motion' });
   let browser: Browser | undefined;
   try {
-    browser = await launchChromium();
+    browser = await launchChromium([], 'full');
     const { image: img, auth } = await registerLocalDesktop(bench.api, {
       name: image, friendlyName: 'Desktop', cores: CORES, memory: MEMORY_MB * 1024 ** 2, xRes: X_RES, yRes: Y_RES, portMap: { vnc: '5900/tcp' },
     });

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Ensure a headless-capable Chromium is installed at /usr/bin/chromium for the browser-client e2e test
-# (test/e2e/browser-client.e2e-spec.ts drives it through playwright-core).
-#  - fast path: /usr/bin/chromium present -> one line, exit 0 without touching apt
-#  - otherwise apt-installs the Debian package `chromium` (never downloads browser builds)
+# Ensure Debian's Chromium builds are installed for the browser e2e suites and the benches (both drive them through
+# playwright-core; test/e2e/browser.ts):
+#   /usr/bin/chromium-headless-shell  package chromium-headless-shell: the headless shell, which the suites run
+#   /usr/bin/chromium                 package chromium: the full browser, which the benches measure in
+#  - fast path: both present -> one line, exit 0 without touching apt
+#  - otherwise apt-installs the missing packages (never downloads browser builds)
 #  - concurrent runs are serialised on the shared apt lock
 set -euo pipefail
 
@@ -10,24 +12,24 @@ SCRIPT_DIR="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source-path=SCRIPTDIR source=lib/common.sh
 . "$SCRIPT_DIR/lib/common.sh"
 
-CHROMIUM=/usr/bin/chromium
+declare -A BINARIES=([chromium]=/usr/bin/chromium [chromium-headless-shell]=/usr/bin/chromium-headless-shell)
 
-chromium_version() {
-  "$CHROMIUM" --version 2>/dev/null | head -n 1
+missing() {
+  local package
+  for package in "${!BINARIES[@]}"; do [ -x "${BINARIES[$package]}" ] || printf '%s\n' "$package"; done
+}
+installed() {
+  log "chromium is installed ($(/usr/bin/chromium --version 2>/dev/null | head -n 1 || echo /usr/bin/chromium); and its headless shell)"
 }
 
-if [ -x "$CHROMIUM" ]; then
-  log "chromium is installed ($(chromium_version || echo "$CHROMIUM"))"
-  exit 0
-fi
+if [ -z "$(missing)" ]; then installed; exit 0; fi
 
 with_lock apt 600
-if [ -x "$CHROMIUM" ]; then   # installed by someone else while we waited for the lock
-  log "chromium is installed ($(chromium_version || echo "$CHROMIUM"))"
-  exit 0
-fi
+packages="$(missing)"
+if [ -z "$packages" ]; then installed; exit 0; fi   # installed by someone else while we waited for the lock
 
-apt_install chromium
+# shellcheck disable=SC2086 # word splitting wanted: package names
+apt_install $packages
 
-[ -x "$CHROMIUM" ] || die "package chromium installed but $CHROMIUM is missing"
-log "installed chromium ($(chromium_version || echo "$CHROMIUM"))"
+[ -z "$(missing)" ] || die "packages $packages installed but $(missing | tr '\n' ' ')still missing"
+installed

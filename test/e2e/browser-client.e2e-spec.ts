@@ -1,6 +1,6 @@
 /**
  * The browser client end to end: a real api listening on loopback, a real workspace container, and
- * Debian's chromium (scripts/ensure-browser.sh installs it) driven by playwright-core. The page connects
+ * Debian's Chromium headless shell (scripts/ensure-browser.sh installs it) driven by playwright-core. The page connects
  * through POST /api/client/connect and the stream gateway's websocket, renders the desktop with noVNC,
  * and a view-only joiner's input provably never reaches the desktop.
  */
@@ -10,7 +10,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { GroupsService } from '@ws/groups';
 import { ImagesService } from '@ws/images';
 import { TestApi, TestKey, waitFor } from './harness';
-import { launchChromium, startBrowserSuiteApi } from './browser';
+import { launchChromium, openClientPage, startBrowserSuiteApi } from './browser';
 import { registerLocalServer, waitForRemovedWorkspace, waitForRunningWorkspace } from './fixtures';
 
 const ROOT = join(__dirname, '..', '..');
@@ -93,16 +93,7 @@ describe('browser client (noVNC in chromium against a live api and workspace)', 
     page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') log.push(`console.${m.type()}: ${m.text()}`); });
     page.on('pageerror', (e) => log.push(`pageerror: ${e.message}`));
     page.on('requestfailed', (r) => log.push(`requestfailed: ${r.url().replace(/\/[^/]{40,}/g, '/…')} ${r.failure()?.errorText ?? ''}`));
-    await page.goto(base + path);
-    // The client marks <html data-app="ready"> once its modules ran. Chromium aborts loads in flight when the
-    // host's network changes (net::ERR_NETWORK_CHANGED: Docker adding a container's veth), so a page whose
-    // modules were cut off is loaded once more.
-    const ready = () => page.waitForFunction(() => document.documentElement.dataset.app === 'ready', null, { timeout: 10_000 }).then(() => true, () => false);
-    if (!(await ready())) {
-      log.push('client modules did not run; reloading once');
-      await page.reload();
-      if (!(await ready())) throw new Error(`the client did not start\n${log.join('\n')}`);
-    }
+    await openClientPage(page, base + path, log);
     return page;
   }
 

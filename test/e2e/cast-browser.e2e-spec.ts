@@ -17,7 +17,7 @@ import { ZonesService } from '@ws/zones';
 import type { ExecResult } from '@ws/agent';
 import { DataSource } from 'typeorm';
 import { browserImage, desktopImage, localDocker, TestApi, TestKey, waitFor } from './harness';
-import { ensureChromium, launchChromium } from './browser';
+import { ensureChromium, launchChromium, openClientPage } from './browser';
 
 const X_RES = 800;
 const Y_RES = 600;
@@ -169,7 +169,7 @@ describe('casting links in the browser client (chromium against a live api and w
   it('an anonymous link opens a live desktop', async () => {
     await createLink({ key: 'anonymous-desktop', allow_anonymous: true });
     const page = await newPage();
-    await page.goto(`${base}/#/cast/anonymous-desktop`);
+    await openClientPage(page, `${base}/#/cast/anonymous-desktop`, logs.get(page));
     await expectState(page, 'connected');
     await desktopRendered(page);
     const { workspaceId, userId } = connectedWorkspace(page);
@@ -185,11 +185,11 @@ describe('casting links in the browser client (chromium against a live api and w
   it('a visit over the address limit lands on the link error_url', async () => {
     await createLink({ key: 'one-per-address', allow_anonymous: true, limit_ips: true, ip_request_limit: 1, ip_request_seconds: 3600, error_url: `${errorBase}/over-the-limit` });
     const first = await newPage();
-    await first.goto(`${base}/#/cast/one-per-address`);
+    await openClientPage(first, `${base}/#/cast/one-per-address`, logs.get(first));
     await waitFor('the first visit sent into its workspace', async () => (first.url().includes('#/connect/workspace/') ? true : undefined), 120_000, 100);
 
     const second = await newPage();
-    await second.goto(`${base}/#/cast/one-per-address`);
+    await openClientPage(second, `${base}/#/cast/one-per-address`, logs.get(second));
     await waitFor('the second visit on the error page', async () => (second.url().startsWith(`${errorBase}/over-the-limit`) ? true : undefined), 60_000, 100);
     expect(await second.title()).toBe('sorry');
     expect(errorVisits).toContain('/over-the-limit');
@@ -202,9 +202,9 @@ describe('casting links in the browser client (chromium against a live api and w
 
     // Not signed in: the sign-in page; the login link in that tab comes back to the casting link.
     const page = await newPage();
-    await page.goto(`${base}/#/cast/resumable`);
+    await openClientPage(page, `${base}/#/cast/resumable`, logs.get(page));
     await expectState(page, 'login-required');
-    await page.goto(`${base}/${await loginPath()}`);
+    await openClientPage(page, `${base}/${await loginPath()}`, logs.get(page));
     await expectState(page, 'connected');
     await desktopRendered(page);
     const first = connectedWorkspace(page);
@@ -212,9 +212,9 @@ describe('casting links in the browser client (chromium against a live api and w
 
     // Another browser, signed in first: the link resumes the running workspace.
     const again = await newPage();
-    await again.goto(`${base}/${await loginPath()}`);
+    await openClientPage(again, `${base}/${await loginPath()}`, logs.get(again));
     await expectState(again, 'logged-in');
-    await again.goto(`${base}/#/cast/resumable`);
+    await openClientPage(again, `${base}/#/cast/resumable`, logs.get(again));
     await expectState(again, 'connected');
     await desktopRendered(again);
     expect(connectedWorkspace(again)).toEqual(first);
@@ -227,7 +227,7 @@ describe('casting links in the browser client (chromium against a live api and w
     await createLink({ key: 'with-captcha', allow_anonymous: true, require_recaptcha: true });
 
     const refused = await newPage();
-    await refused.goto(`${base}/#/cast/with-captcha`);
+    await openClientPage(refused, `${base}/#/cast/with-captcha`, logs.get(refused));
     await expectState(refused, 'captcha');
     // The widget was drawn with the site key from the settings.
     expect(await refused.getAttribute('#cast-captcha button >> nth=0', 'data-sitekey')).toBe('the-site-key');
@@ -236,7 +236,7 @@ describe('casting links in the browser client (chromium against a live api and w
     expect(await refused.textContent('#cast-reason')).toBe('captcha_failed');
 
     const solved = await newPage();
-    await solved.goto(`${base}/#/cast/with-captcha`);
+    await openClientPage(solved, `${base}/#/cast/with-captcha`, logs.get(solved));
     await expectState(solved, 'captcha');
     await solved.click('#cast-captcha button:has-text("I am a person")');
     await expectState(solved, 'connected');
@@ -248,7 +248,7 @@ describe('casting links in the browser client (chromium against a live api and w
   it('a link with allowed_referrers opens from a listed page and is refused when opened directly', async () => {
     await createLink({ key: 'from-portal', allow_anonymous: true, allowed_referrers: [new URL(errorBase).host] });
     const direct = await newPage();
-    await direct.goto(`${base}/#/cast/from-portal`);
+    await openClientPage(direct, `${base}/#/cast/from-portal`, logs.get(direct));
     await expectState(direct, 'error');
     expect(await direct.textContent('#cast-reason')).toBe('referrer');
 
@@ -263,7 +263,7 @@ describe('casting links in the browser client (chromium against a live api and w
     await createLink({ key: 'browse', image_id: browserImageId, allow_anonymous: true, dynamic_workspace_url: true });
     const pageUrl = 'http://127.0.0.1:8123/from-the-link?x=1';
     const page = await newPage();
-    await page.goto(`${base}/#/cast/browse?workspace_url=${encodeURIComponent(pageUrl)}`);
+    await openClientPage(page, `${base}/#/cast/browse?workspace_url=${encodeURIComponent(pageUrl)}`, logs.get(page));
     await expectState(page, 'connected');
     const { workspaceId } = connectedWorkspace(page);
     const [{ container_id: containerId }] = await api.app.get(DataSource).query('SELECT container_id FROM workspaces WHERE replace(id::text, \'-\', \'\') = $1', [workspaceId]);
