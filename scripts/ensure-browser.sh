@@ -19,7 +19,7 @@ missing() {
   for package in "${!BINARIES[@]}"; do [ -x "${BINARIES[$package]}" ] || printf '%s\n' "$package"; done
 }
 installed() {
-  log "chromium is installed ($(/usr/bin/chromium --version 2>/dev/null | head -n 1 || echo /usr/bin/chromium); and its headless shell)"
+  log "chromium is installed ($("${BINARIES[chromium]}" --version 2>/dev/null | head -n 1 || echo "${BINARIES[chromium]}"); and its headless shell)"
 }
 
 if [ -z "$(missing)" ]; then installed; exit 0; fi

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { Browser, chromium, Page, Request } from 'playwright-core';
 import type { AppConfig } from '@ws/common';
-import { desktopImage, TestApi } from './harness';
+import { desktopImage, TestApi, waitFor } from './harness';
 
 /**
  * Installs Debian's Chromium builds if missing (scripts/ensure-browser.sh). Call it before any worker runs: it blocks this
@@ -48,15 +48,10 @@ export async function openClientPage(page: Page, url: string, log: string[] = []
     await load();
     // Loaded again only when the page or a script of it failed to load: a slow page that still starts must not run
     // (and call the api) twice.
-    const started = async (): Promise<boolean> => {
-      const deadline = Date.now() + 60_000;
-      while (Date.now() < deadline) {
-        if (await page.evaluate(() => document.documentElement.dataset.app === 'ready')) return true;
-        if (failed.length) return false;
-        await page.waitForTimeout(100);
-      }
-      return false;
-    };
+    const started = () => waitFor('the client to start or a load to fail', async () => {
+      if (await page.evaluate(() => document.documentElement.dataset.app === 'ready')) return true;
+      return failed.length ? false : undefined;
+    }, 60_000, 100).catch(() => false);
     if (await started()) return;
     log.push(`client modules did not run (${failed.join('; ') || 'no failed request'}); reloading once`);
     failed.length = 0;
