@@ -30,18 +30,29 @@ export function launchChromium(extraArgs: string[] = [], build: keyof typeof CHR
 }
 
 /**
- * Opens `url` (a page of the browser client) and waits until the client's modules ran (`<html data-app="ready">`).
- * Chromium aborts loads in flight when the host's network changes (net::ERR_NETWORK_CHANGED: Docker adding a
- * container's veth on this machine, which a user's browser does not share), so a page whose modules were cut off is
- * loaded once more; nothing ran in it (a module graph runs whole or not at all). `log` goes into the error.
+ * Opens a page of the browser client and waits until its modules ran (`<html data-app="ready">`). `to` is its
+ * address, or the way there: `{ from, click }` opens the page `from` and clicks the link `click` (a selector) on it,
+ * so the client sees that page as its referrer. Chromium aborts loads in flight when the host's network changes
+ * (net::ERR_NETWORK_CHANGED: Docker adding a container's veth on this machine, which a user's browser does not
+ * share), so a page whose modules were cut off is opened once more the same way; nothing ran in it (a module graph
+ * runs whole or not at all). `log` goes into the error.
  */
-export async function openClientPage(page: Page, url: string, log: string[] = []): Promise<void> {
+export async function openClientPage(page: Page, to: string | { from: string; click: string }, log: string[] = []): Promise<void> {
   const failed: string[] = [];
   const onFailed = (r: Request) => ['document', 'script'].includes(r.resourceType()) && failed.push(`${r.url().replace(/\/[^/]{40,}/g, '/…')} ${r.failure()?.errorText ?? ''}`);
   page.on('requestfailed', onFailed);
   try {
-    // A second load of the same address with a fragment would only scroll: that one is a reload.
-    const load = () => (page.url() === url ? page.reload() : page.goto(url)).then(() => undefined, (err: Error) => {
+    const navigate = async () => {
+      if (typeof to !== 'string') {
+        await page.goto(to.from);
+        await page.click(to.click);
+      } else if (page.url() === to) {
+        await page.reload(); // a second load of the same address with a fragment would only scroll
+      } else {
+        await page.goto(to);
+      }
+    };
+    const load = () => navigate().catch((err: Error) => {
       if (!/net::ERR_/.test(err.message)) throw err;
       failed.push(err.message.split('\n')[0]);
     });
@@ -49,7 +60,8 @@ export async function openClientPage(page: Page, url: string, log: string[] = []
     // Loaded again only when the page or a script of it failed to load: a slow page that still starts must not run
     // (and call the api) twice.
     const started = () => waitFor('the client to start or a load to fail', async () => {
-      if (await page.evaluate(() => document.documentElement.dataset.app === 'ready')) return true;
+      // A page on its way to the client (after a click) may lose its context under the evaluation: not yet, then.
+      if (await page.evaluate(() => document.documentElement.dataset.app === 'ready').catch(() => false)) return true;
       return failed.length ? false : undefined;
     }, 60_000, 100).catch(() => false);
     if (await started()) return;

@@ -253,8 +253,7 @@ describe('casting links in the browser client (chromium against a live api and w
     expect(await direct.textContent('#cast-reason')).toBe('referrer');
 
     const linked = await newPage();
-    await linked.goto(`${errorBase}/link-to/from-portal`);
-    await linked.click('#cast');
+    await openClientPage(linked, { from: `${errorBase}/link-to/from-portal`, click: '#cast' }, logs.get(linked));
     await expectState(linked, 'connected');
     await desktopRendered(linked);
   }, 600_000);
