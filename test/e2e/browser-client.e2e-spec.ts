@@ -83,6 +83,8 @@ describe('browser client (noVNC in chromium against a live api and workspace)', 
     await api?.close();
   });
 
+  const connectCalls = new Map<Page, number>();
+
   /** A fresh browser context (one per user: cookies are per context) with the client open at `path`. */
   async function open(path: string): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 1024, height: 768 } });
@@ -93,6 +95,11 @@ describe('browser client (noVNC in chromium against a live api and workspace)', 
     page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') log.push(`console.${m.type()}: ${m.text()}`); });
     page.on('pageerror', (e) => log.push(`pageerror: ${e.message}`));
     page.on('requestfailed', (r) => log.push(`requestfailed: ${r.url().replace(/\/[^/]{40,}/g, '/…')} ${r.failure()?.errorText ?? ''}`));
+    // The connect calls of the document shown now (loading it again starts the count again).
+    page.on('request', (r) => {
+      if (r.isNavigationRequest() && r.frame() === page.mainFrame()) connectCalls.set(page, 0);
+      else if (new URL(r.url()).pathname === '/api/client/connect') connectCalls.set(page, (connectCalls.get(page) ?? 0) + 1);
+    });
     await openClientPage(page, base + path, log);
     return page;
   }
@@ -204,6 +211,14 @@ describe('browser client (noVNC in chromium against a live api and workspace)', 
     expect(await page.locator('#control-panel').count()).toBe(1);
     expect(await page.locator('#tips-dialog').count()).toBe(0);
     expect(await page.locator('#view-only-badge').count()).toBe(0);
+
+    // The link's first connect call left from the page's inline script (allowed by its hash: no CSP report), before
+    // the client's modules ran, and the client took its answer instead of calling again.
+    const marks = await page.evaluate(() => Object.fromEntries(['connect-sent', 'page-start'].map((name) => [name, performance.getEntriesByName(`client:${name}`)[0]?.startTime ?? null])));
+    expect(marks['connect-sent']).not.toBeNull();
+    expect(marks['connect-sent']).toBeLessThan(marks['page-start'] as number);
+    expect(connectCalls.get(page)).toBe(1);
+    expect((diagnostics.get(page) ?? []).filter((line) => /Content Security Policy/i.test(line))).toEqual([]);
   });
 
   it('takes the link\'s JWT out of the address bar and history; a reload and back/forward still show the desktop', async () => {

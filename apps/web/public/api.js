@@ -19,7 +19,8 @@ export function sleep(ms, signal) {
   });
 }
 
-const TRANSIENT = new Set([502, 503, 504]);
+/** Gateway answers retried here (and by app.js for the page's early connect call). */
+export const TRANSIENT_STATUSES = new Set([502, 503, 504]);
 
 /**
  * POSTs `body` as JSON and answers `{status, data}` (data: the parsed JSON body, or null).
@@ -47,7 +48,7 @@ async function requestJson(path, init, { signal, retries }) {
       await sleep(backoff(attempt), signal);
       continue;
     }
-    if (TRANSIENT.has(response.status) && attempt < retries) {
+    if (TRANSIENT_STATUSES.has(response.status) && attempt < retries) {
       await sleep(backoff(attempt), signal);
       continue;
     }

@@ -1,7 +1,7 @@
 // The browser client of workspace-server: routes, the connect flow and the page states.
 // Test hooks: document.body.dataset.state and window.__rfb (the noVNC RFB object while a session exists).
 // Timing: performance marks `client:…` along the connect flow (see mark() in session.js).
-import { errorMessage, NetworkError, postJson, sleep } from './api.js';
+import { errorMessage, NetworkError, postJson, sleep, TRANSIENT_STATUSES } from './api.js';
 import { openCastLink, SESSION_STORAGE_KEY, takeCastReturn } from './cast.js';
 import { mountFiles } from './files.js';
 import { parseLocation } from './route.js';
@@ -74,8 +74,11 @@ async function connect(mine, route, flags) {
   for (let poll = 0; poll < MAX_START_POLLS && Date.now() < giveUpAt; poll++) {
     let answer;
     try {
-      mark('connect-sent');
-      const call = postJson('/api/client/connect', poll === 0 ? body : { ...body, wait_while_starting: true }, { signal });
+      const send = () => postJson('/api/client/connect', poll === 0 ? body : { ...body, wait_while_starting: true }, { signal });
+      const early = poll === 0 ? takeEarlyConnect(body) : null;
+      if (!early) mark('connect-sent');
+      // The page's own first call, when it answered; sent again (with postJson's retries) when it could not.
+      const call = early ? early.then((answer) => (TRANSIENT_STATUSES.has(answer.status) ? send() : answer), send) : send();
       // The viewer loads while the first call runs: after it, so the call does not wait for a free connection.
       if (!viewer) {
         viewer = loadRfb(signal);
@@ -124,6 +127,17 @@ async function connect(mine, route, flags) {
     actions: [{ label: 'Try again', onClick: retry }],
     tone: 'warn',
   });
+}
+
+/**
+ * The first connect call the page's inline script sent for this very link (index.html) while these modules loaded,
+ * taken once: its answer promise, or null when there is none or it was for another link.
+ */
+function takeEarlyConnect(body) {
+  const early = window.__earlyConnect;
+  window.__earlyConnect = undefined;
+  if (!early || early.body.session_jwt !== body.session_jwt || early.body.workspace_id !== body.workspace_id || early.body.share_id !== body.share_id) return null;
+  return early.answer;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createReadStream, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { dirname, extname, join, resolve, sep } from 'node:path';
@@ -34,7 +35,6 @@ import { cachedBundle, CLIENT_BUNDLE, VIEWER_BUNDLE } from './web-bundles';
  * ETag revalidation, types, compression and security headers) is small enough to serve directly.
  */
 export async function registerWebClient(fastify: FastifyInstance, options: { captchaScriptUrl?: string } = {}): Promise<void> {
-  const csp = clientCsp(options.captchaScriptUrl);
   const root = findRepoRoot(__dirname);
   const publicDir = join(root, 'apps', 'web', 'public');
   const novncDir = join(root, 'node_modules', '@novnc', 'novnc');
@@ -56,7 +56,9 @@ export async function registerWebClient(fastify: FastifyInstance, options: { cap
     [VIEWER_BUNDLE, cachedBundle(viewerEntry, `/*! noVNC ${novncVersion}, https://github.com/novnc/noVNC, MPL-2.0; sources at /${VIEWER_MODULE} and its imports */`, read, bundleCache)],
   ]);
   const prefix = `/assets/${assets.version}/`;
-  const page = new WebAsset(Buffer.from(renderPage(readFileSync(join(publicDir, 'index.html'), 'utf8'), assets, prefix)), 'index.html');
+  const html = readFileSync(join(publicDir, 'index.html'), 'utf8');
+  const csp = clientCsp(options.captchaScriptUrl, inlineScriptHashes(html));
+  const page = new WebAsset(Buffer.from(renderPage(html, assets, prefix)), 'index.html');
 
   for (const url of ['/', '/index.html']) {
     fastify.route({ method: ['GET', 'HEAD'], url, handler: (request, reply) => sendAsset(request, reply, page, 'no-cache', csp) });
@@ -91,6 +93,14 @@ function renderPage(html: string, assets: WebAssets, prefix: string): string {
   return versioned.replace('</head>', `  <link rel="modulepreload" href="${viewer}">\n  <meta name="viewer-module" content="${viewer}">\n</head>`);
 }
 
+/**
+ * CSP sources (`'sha256-…'`) for the page's inline scripts, exactly as written: the page's own early connect call
+ * (index.html) runs before any file loads; no other inline script can.
+ */
+export function inlineScriptHashes(html: string): string[] {
+  return [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)].map(([, body]) => `'sha256-${createHash('sha256').update(body, 'utf8').digest('base64')}'`);
+}
+
 async function sendAsset(request: FastifyRequest, reply: FastifyReply, asset: WebAsset, cacheControl: string, csp: string): Promise<void> {
   if (asset.compressible) reply.header('vary', 'accept-encoding');
   if (answeredFromCache(request, reply, { type: asset.type, etag: asset.etag, cacheControl, csp })) return reply.send();
@@ -106,18 +116,19 @@ async function sendAsset(request: FastifyRequest, reply: FastifyReply, asset: We
 /**
  * The single page's policy: scripts, styles, images, fonts and connections from this origin only (`'self'`
  * covers ws:/wss: to the same host and port in CSP level 3 browsers), images also as data:/blob: (noVNC
- * draws its cursor from a data URL), no plugins, no inline scripts, no <base> or form posts. There is no
+ * draws its cursor from a data URL), no plugins, no inline scripts but the page's own (`inlineScripts`: their
+ * hashes), no <base> or form posts. There is no
  * frame-ancestors: the service may be embedded in an iframe on another domain (spec, convention 7).
  * With the captcha provider's scripts and frames allowed when a captcha script is configured (the
  * client loads it only for a casting link that requires a captcha). reCAPTCHA gets the paths Google documents
  * for it (its script loads more of itself from www.gstatic.com, its frames come from www.google.com and
  * recaptcha.google.com), not the whole origins; any other provider (a test's loopback stand-in) its origin.
  */
-export function clientCsp(captchaScriptUrl?: string): string {
+export function clientCsp(captchaScriptUrl?: string, inlineScripts: string[] = []): string {
   const captcha = captchaSources(captchaScriptUrl);
   return [
     "default-src 'none'",
-    ['script-src', "'self'", ...captcha.scripts].join(' '),
+    ['script-src', "'self'", ...inlineScripts, ...captcha.scripts].join(' '),
     "style-src 'self'",
     "img-src 'self' data: blob:",
     "font-src 'self'",
