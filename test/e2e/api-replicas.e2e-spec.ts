@@ -58,6 +58,7 @@ function upgradeStatus(base: string, workspaceId: string, headers: Record<string
 }
 
 const PER_ADDRESS = 5;
+const DRAIN_MS = 3000;
 
 /**
  * Issue 24 point 6: two real api processes behind HAProxy (round-robin, websockets tunnelled, health checks on
@@ -73,6 +74,11 @@ describe('api replicas behind HAProxy', () => {
   let imageId: string;
   let userId: string;
   let workspace: { workspace_id: string; share_id: string; jwt: string };
+  /**
+   * A replica as the docs run one behind a balancer: on SIGTERM it answers 503 on /api/health and keeps serving for
+   * longer than the balancer's checks (every 500 ms, down after 2) take to mark it down.
+   */
+  const spawnReplica = (name: string, port: number) => ApiReplica.spawn(name, port, api.settings as Record<string, unknown>, { API_SHUTDOWN_DRAIN_MS: String(DRAIN_MS) });
   const call = (operation: string, auth: TestKey, body: Record<string, unknown> = {}, options: { from?: string; replica?: string; headers?: Record<string, string> } = {}) =>
     post(lb.base, `/api/public/${operation}`, { ...auth, ...body }, options);
 
@@ -86,7 +92,7 @@ describe('api replicas behind HAProxy', () => {
     key = await api.key(['Users Auth Session', 'User']);
     admin = await api.key(['Global Admin']);
     const [p1, p2, lbPort] = [await freePort(), await freePort(), await freePort()];
-    replicas = [ApiReplica.spawn('a1', p1, api.settings as Record<string, unknown>), ApiReplica.spawn('a2', p2, api.settings as Record<string, unknown>)];
+    replicas = [spawnReplica('a1', p1), spawnReplica('a2', p2)];
     await Promise.all(replicas.map((r) => r.ready()));
     lb = await LoadBalancer.start({ port: lbPort, servers: replicas.map((r) => ({ name: r.name, port: r.port })), checkIntervalMs: 500, pinHeader: true });
     await lb.serving(['a1', 'a2']);
@@ -95,7 +101,7 @@ describe('api replicas behind HAProxy', () => {
     // A replica that died on its own (not the one the last test kills) shows why.
     for (const r of replicas) if (!r.alive && r.exitCode !== null) console.error(`replica ${r.name} exited ${r.exitCode}:\n${r.output.slice(-4000)}`);
     await lb?.stop();
-    for (const r of replicas) await r.stop();
+    await Promise.all(replicas.map((r) => r.stop()));
     await api?.close();
   });
 
@@ -237,6 +243,42 @@ describe('api replicas behind HAProxy', () => {
     // Another address has its own count: refused by placement again, not by the limit.
     const other = await post(lb.base, '/api/client/cast', { key: link.body.cast_config.key }, { from: '127.0.32.6' });
     expect([other.status, other.body.reason]).toEqual([503, 'no_capacity']);
+  });
+
+  it('SIGTERM of one replica under load: out of rotation while it drains, every request answered, then it exits; it comes back', async () => {
+    const target = { target_user: { user_id: userId } };
+    const reads: Reply[] = [];
+    const writes: Reply[] = [];
+    let stop = false;
+    const reader = async () => {
+      for (let i = 0; i < 3000 && !stop; i++) reads.push(await call('get_user', admin, target));
+    };
+    const writer = async () => {
+      for (let i = 0; i < 500 && !stop; i++) writes.push(await call('create_user', admin, { target_user: { username: `replica-drain-${i}-${randomSecret(4)}` } }));
+    };
+    const load = Promise.all([reader(), reader(), writer()]);
+    await waitFor('load running on both replicas', async () => (reads.filter((r) => r.headers['x-served-by'] === 'a2').length > 20 ? true : undefined), 30_000, 20);
+    const leaving = replicas[1];
+    const stopped = leaving.stop('SIGTERM', 60_000);
+    // Asked directly, the leaving replica says it is not ready while it still serves.
+    await waitFor('the leaving replica\'s health 503', async () => ((await fetch(`${leaving.base}/api/health`).catch(() => null))?.status === 503 ? true : undefined), 10_000, 50);
+    expect((await fetch(`${leaving.base}/api/health/live`)).status).toBe(200);
+    await stopped;
+    expect(leaving.alive).toBe(false);
+    const readsAtExit = reads.length;
+    await waitFor('reads answered after the exit', async () => (reads.length > readsAtExit + 100 ? true : undefined), 60_000, 50);
+    stop = true;
+    await load;
+    // Nothing failed: requests stopped reaching it before it stopped taking them, and those it had finished.
+    expect(reads.filter((r) => r.status !== 200).map((r) => [r.status, r.headers['x-served-by'], r.body])).toEqual([]);
+    expect(writes.filter((r) => r.status !== 200).map((r) => [r.status, r.headers['x-served-by'], r.body])).toEqual([]);
+    expect(reads.some((r) => r.headers['x-served-by'] === 'a2')).toBe(true);
+    expect(leaving.output).not.toMatch(/shutdown (did not finish|failed)/);
+
+    // The replica back on its port: the balancer takes it in again once its checks pass.
+    replicas[1] = spawnReplica('a2', leaving.port);
+    await replicas[1].ready();
+    await lb.serving(['a1', 'a2']);
   });
 
   it('SIGKILL of one replica under load loses no read; writes in flight answer 502 or complete; nothing is left behind', async () => {

@@ -42,6 +42,7 @@ import { WorkspaceStreamsController } from './public-api/workspace-streams.contr
 import { WebhooksController } from './public-api/webhooks.controller';
 import { WorkspacesController } from './public-api/workspaces.controller';
 import { WebhooksModule } from '@ws/webhooks';
+import { ApiShutdown } from './shutdown';
 
 /**
  * Every controller of the api (the OpenAPI document is generated from these: apps/api/src/openapi); the catalog's
@@ -64,6 +65,7 @@ export class AppModule {
         { provide: APP_GUARD, useClass: OperationGuard },
         { provide: APP_FILTER, useClass: ApiExceptionFilter },
         { provide: APP_PIPE, useClass: ApiValidationPipe },
+        ApiShutdown,
       ],
     };
   }

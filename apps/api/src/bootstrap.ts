@@ -49,6 +49,7 @@ export async function createApi(overrides: Partial<AppConfig> = {}): Promise<Nes
   if (config.QUEUE_DASHBOARD) {
     registerQueueDashboard(adapter.getInstance(), { operators: app.get(OperatorAuthenticator), jobs: app.get(JobProducer), redis: app.get(RedisConnections) }, config.PUBLIC_BASE_URL);
   }
-  app.enableShutdownHooks();
+  // No Nest shutdown hooks: they close the modules (the database pool) while requests are in flight; main.ts
+  // ends the process in order (shutdown.ts).
   return app;
 }

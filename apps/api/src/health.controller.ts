@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { PublicRoute } from '@ws/auth';
 import { ApiError, AppConfig, ErrorCode } from '@ws/common';
 import { RedisConnections } from '@ws/queue';
+import { ApiShutdown } from './shutdown';
 
 @Controller('api/health')
 export class HealthController {
@@ -13,16 +14,19 @@ export class HealthController {
     @InjectDataSource() private readonly db: DataSource,
     private readonly redis: RedisConnections,
     private readonly config: AppConfig,
+    private readonly shutdown: ApiShutdown,
   ) {}
 
   /**
    * Readiness: 200 when PostgreSQL and Redis both answer within DEPENDENCY_TIMEOUT_MS, else 503 (with
-   * Retry-After) naming each one that did not. Load balancers route by it; it never waits longer than the bound.
+   * Retry-After) naming each one that did not; 503 from the moment the process is told to stop. Load balancers route by it; it never waits longer than the bound.
    */
   @Get()
   @HttpCode(200)
   @PublicRoute()
   async ready() {
+    // Shutting down: out of the balancer's rotation while it still serves (API_SHUTDOWN_DRAIN_MS).
+    if (this.shutdown.draining) throw new ApiError(ErrorCode.Unavailable, 'Shutting down');
     const failures = (
       await Promise.all([
         this.check('PostgreSQL', () => this.db.query('SELECT 1')),

@@ -2,22 +2,32 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { AppConfig, ConfigError } from '@ws/common';
 import { createApi } from './bootstrap';
+import { shutDownApi } from './shutdown';
 
-/** A shutdown ends even when a connection (a long-lived stream) keeps the server open: exit this long after the signal. */
+/**
+ * A shutdown ends even when a connection (a long-lived stream) keeps the server open: exit this long after the
+ * signal and the drain (API_SHUTDOWN_DRAIN_MS).
+ */
 const SHUTDOWN_DEADLINE_MS = 15_000;
 
 async function main(): Promise<void> {
   const app = await createApi();
+  const config = app.get(AppConfig);
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    // Beside Nest's own shutdown hook (which closes the app, then re-raises the signal).
     process.once(signal, () => {
       setTimeout(() => {
-        console.error(`api: shutdown did not finish within ${SHUTDOWN_DEADLINE_MS} ms; exiting`);
+        console.error(`api: shutdown did not finish within ${SHUTDOWN_DEADLINE_MS} ms of the drain; exiting`);
         process.exit(1);
-      }, SHUTDOWN_DEADLINE_MS).unref();
+      }, config.API_SHUTDOWN_DRAIN_MS + SHUTDOWN_DEADLINE_MS).unref();
+      shutDownApi(app, signal).then(
+        () => process.kill(process.pid, signal), // the default action now: the exit status says which signal ended it
+        (err: Error) => {
+          console.error(`api: shutdown failed: ${err.stack ?? err.message}`);
+          process.exit(1);
+        },
+      );
     });
   }
-  const config = app.get(AppConfig);
   await app.listen(config.API_PORT, config.API_HOST);
   new Logger('api').log(`workspace-server api listening on http://${config.API_HOST}:${config.API_PORT} (public url ${config.PUBLIC_BASE_URL})`);
 }

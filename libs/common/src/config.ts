@@ -217,6 +217,12 @@ export class AppConfig {
    * for another worker to take at once, and the process exits shortly after.
    */
   @Transform(toInt) @IsInt() @Min(0) @Max(600_000) WORKER_SHUTDOWN_GRACE_MS = 20_000;
+  /**
+   * Api shutdown (SIGTERM, SIGINT): /api/health answers 503 at once and the api keeps serving this long, so a load
+   * balancer's health checks take it out of rotation before it stops taking requests; then requests in flight
+   * finish, and only then its connections to PostgreSQL and Redis close. 0 (the default): no wait, for a single api.
+   */
+  @Transform(toInt) @IsInt() @Min(0) @Max(120_000) API_SHUTDOWN_DRAIN_MS = 0;
 
   /**
    * Issuer public keys that `activate` verifies activation keys with: comma-separated, each an Ed25519 public key
