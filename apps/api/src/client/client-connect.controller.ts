@@ -4,7 +4,6 @@ import type { FastifyReply } from 'fastify';
 import { LimitFailedAuth, PublicRoute } from '@ws/auth';
 import { ApiError, AppConfig, ErrorCode, toWireId } from '@ws/common';
 import { SettingsService } from '@ws/settings';
-import { UsersService } from '@ws/users';
 import { operationalStatus, streamPath, withOverride, WorkspaceAccess, WorkspacesService, WorkspaceStartNotices } from '@ws/workspaces';
 import type { StartWatch } from '@ws/workspaces';
 import { DesktopConnections } from '../gateway/desktop-connections';
@@ -38,7 +37,6 @@ export class ClientConnectController {
   constructor(
     private readonly access: WorkspaceAccess,
     private readonly workspaces: WorkspacesService,
-    private readonly users: UsersService,
     private readonly settings: SettingsService,
     private readonly config: AppConfig,
     private readonly startNotices: WorkspaceStartNotices,
@@ -78,8 +76,8 @@ export class ClientConnectController {
     const { workspace } = grant;
     // The stream comes next: its connection to the desktop is opened while this answer travels and the page opens it.
     if (workspace.status === 'running') this.desktops.warm(workspace);
-    const [user, settings, policy] = await Promise.all([
-      this.users.find(toWireId(grant.userId)),
+    const { user } = grant;
+    const [settings, policy] = await Promise.all([
       this.workspaces.settingsFor(workspace.userId as string),
       this.settings.get<string>('same_site_cookie_policy'),
     ]);

@@ -11,6 +11,8 @@ export type ConnectTarget = WorkspaceTarget;
 export interface WorkspaceGrant {
   workspace: Workspace;
   userId: string;
+  /** The link's user, as read for the grant (neither locked nor disabled). */
+  user: User;
   viewOnly: boolean;
   /** The session token the grant rests on; revoking it ends the connections made with it. */
   sessionTokenId: string;
@@ -52,17 +54,22 @@ export class WorkspaceAccess {
     const verified = await this.tokens.verify(jwt);
     if (!verified) throw new ApiError(ErrorCode.Unauthenticated, 'This link is not valid any more: it expired, was replaced by a newer one, or the session was logged out');
     const { claims, token } = verified;
-    const workspace = await findLiveWorkspace(this.workspaces, target);
+    // The link's user is read beside its workspace (a connect and a stream's upgrade wait for each round trip); the
+    // workspace's checks still come first, so a wrong link gets the same answer as before.
+    const [found, userRead] = await Promise.allSettled([findLiveWorkspace(this.workspaces, target), this.users.find(toWireId(token.userId))]);
+    if (found.status === 'rejected') throw found.reason;
+    const workspace = found.value;
     if (claims.workspace_id !== workspace.id) throw new ApiError(ErrorCode.Unauthenticated, 'This link is for another workspace');
     const viewOnly = claims.view_only === true;
     if (viewOnly && !admits.viewOnly) throw new ApiError(ErrorCode.Unauthenticated, 'This link is not the owner\'s link');
     if (!viewOnly && !admits.owner) throw new ApiError(ErrorCode.Unauthenticated, 'This link is not a sharing link');
     if (!viewOnly && workspace.userId !== token.userId) throw new ApiError(ErrorCode.Unauthenticated, 'This link is not the owner\'s link');
     if (viewOnly && !workspace.sharingEnabled) throw new ApiError(ErrorCode.InvalidState, 'Sharing is not enabled for this workspace');
-    const user = await this.users.find(toWireId(token.userId));
+    if (userRead.status === 'rejected') throw userRead.reason;
+    const user = userRead.value;
     refuseInactive(user, `User (${toWireId(user.id)})`);
     if (viewOnly && workspace.userId) refuseInactive(await this.users.find(toWireId(workspace.userId)), 'The owner of this workspace');
-    return { workspace, userId: token.userId, viewOnly, sessionTokenId: token.id };
+    return { workspace, userId: token.userId, user, viewOnly, sessionTokenId: token.id };
   }
 
   /** Why an open stream must end now (its session token is gone or expired, or a user it rests on is locked or disabled), or null. */
