@@ -58,7 +58,7 @@ function upgradeStatus(base: string, workspaceId: string, headers: Record<string
 }
 
 const PER_ADDRESS = 5;
-const DRAIN_MS = 3000;
+const DRAIN_MS = 4000;
 
 /**
  * Issue 24 point 6: two real api processes behind HAProxy (round-robin, websockets tunnelled, health checks on

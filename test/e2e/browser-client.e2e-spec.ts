@@ -6,7 +6,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page, Request } from 'playwright-core';
 import { GroupsService } from '@ws/groups';
 import { ImagesService } from '@ws/images';
 import { TestApi, TestKey, waitFor } from './harness';
@@ -95,11 +95,14 @@ describe('browser client (noVNC in chromium against a live api and workspace)', 
     page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') log.push(`console.${m.type()}: ${m.text()}`); });
     page.on('pageerror', (e) => log.push(`pageerror: ${e.message}`));
     page.on('requestfailed', (r) => log.push(`requestfailed: ${r.url().replace(/\/[^/]{40,}/g, '/…')} ${r.failure()?.errorText ?? ''}`));
-    // The connect calls of the document shown now (loading it again starts the count again).
+    // The connect calls of the document shown now that reached the api (loading it again starts the count again; a
+    // call Chromium cut off, on a host network change, is taken back: the client then sends its own).
+    const isConnect = (r: Request) => new URL(r.url()).pathname === '/api/client/connect';
     page.on('request', (r) => {
       if (r.isNavigationRequest() && r.frame() === page.mainFrame()) connectCalls.set(page, 0);
-      else if (new URL(r.url()).pathname === '/api/client/connect') connectCalls.set(page, (connectCalls.get(page) ?? 0) + 1);
+      else if (isConnect(r)) connectCalls.set(page, (connectCalls.get(page) ?? 0) + 1);
     });
+    page.on('requestfailed', (r) => { if (isConnect(r)) connectCalls.set(page, (connectCalls.get(page) ?? 0) - 1); });
     await openClientPage(page, base + path, log);
     return page;
   }
