@@ -10,7 +10,7 @@ import type { Browser, BrowserContext, Page, Request } from 'playwright-core';
 import { GroupsService } from '@ws/groups';
 import { ImagesService } from '@ws/images';
 import { TestApi, TestKey, waitFor } from './harness';
-import { launchChromium, openClientPage, startBrowserSuiteApi } from './browser';
+import { launchChromium, openClientPage, shownUrl, startBrowserSuiteApi } from './browser';
 import { registerLocalServer, waitForRemovedWorkspace, waitForRunningWorkspace } from './fixtures';
 
 const ROOT = join(__dirname, '..', '..');
@@ -94,7 +94,7 @@ describe('browser client (noVNC in chromium against a live api and workspace)', 
     diagnostics.set(page, log);
     page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') log.push(`console.${m.type()}: ${m.text()}`); });
     page.on('pageerror', (e) => log.push(`pageerror: ${e.message}`));
-    page.on('requestfailed', (r) => log.push(`requestfailed: ${r.url().replace(/\/[^/]{40,}/g, '/…')} ${r.failure()?.errorText ?? ''}`));
+    page.on('requestfailed', (r) => log.push(`requestfailed: ${shownUrl(r.url())} ${r.failure()?.errorText ?? ''}`));
     // The connect calls of the document shown now that reached the api (loading it again starts the count again; a
     // call Chromium cut off, on a host network change, is taken back: the client then sends its own).
     const isConnect = (r: Request) => new URL(r.url()).pathname === '/api/client/connect';

@@ -29,6 +29,9 @@ export function launchChromium(extraArgs: string[] = [], build: keyof typeof CHR
   });
 }
 
+/** A request's address for a log: path parts of 40 characters or more (a link's JWT) shown as `…`. */
+export const shownUrl = (url: string): string => url.replace(/\/[^/]{40,}/g, '/…');
+
 /**
  * Opens a page of the browser client and waits until its modules ran (`<html data-app="ready">`). `to` is its
  * address, or the way there: `{ from, click }` opens the page `from` and clicks the link `click` (a selector) on it,
@@ -39,7 +42,7 @@ export function launchChromium(extraArgs: string[] = [], build: keyof typeof CHR
  */
 export async function openClientPage(page: Page, to: string | { from: string; click: string }, log: string[] = []): Promise<void> {
   const failed: string[] = [];
-  const onFailed = (r: Request) => ['document', 'script'].includes(r.resourceType()) && failed.push(`${r.url().replace(/\/[^/]{40,}/g, '/…')} ${r.failure()?.errorText ?? ''}`);
+  const onFailed = (r: Request) => ['document', 'script'].includes(r.resourceType()) && failed.push(`${shownUrl(r.url())} ${r.failure()?.errorText ?? ''}`);
   page.on('requestfailed', onFailed);
   try {
     const navigate = async () => {

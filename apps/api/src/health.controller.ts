@@ -19,7 +19,8 @@ export class HealthController {
 
   /**
    * Readiness: 200 when PostgreSQL and Redis both answer within DEPENDENCY_TIMEOUT_MS, else 503 (with
-   * Retry-After) naming each one that did not; 503 from the moment the process is told to stop. Load balancers route by it; it never waits longer than the bound.
+   * Retry-After) naming each one that did not; 503 from the moment the process is told to stop. Load balancers
+   * route by it; it never waits longer than the bound.
    */
   @Get()
   @HttpCode(200)
