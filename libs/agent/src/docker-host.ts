@@ -52,6 +52,8 @@ export interface WorkspaceContainerSpec {
   user?: string | null;
   /** The command instead of the image's CMD (a server session's RDP relay runs in the bridge image). */
   cmd?: string[] | null;
+  /** The entrypoint instead of the image's (a network holder sleeps in whatever image it is given). */
+  entrypoint?: string[] | null;
   /** Default 2048 (counts threads, so browsers need headroom). */
   pidsLimit?: number;
   /** Capabilities kept after CapDrop ALL (bounding set); default DEFAULT_CAP_ADD. */
@@ -511,6 +513,7 @@ export class DockerHost {
       ExposedPorts: exposed,
       ...(spec.user ? { User: spec.user } : {}),
       ...(spec.cmd?.length ? { Cmd: spec.cmd } : {}),
+      ...(spec.entrypoint?.length ? { Entrypoint: spec.entrypoint } : {}),
       ...(spec.hostname && !joined ? { Hostname: spec.hostname } : {}),
       ...(spec.healthcheck ? {
         Healthcheck: {

@@ -114,6 +114,15 @@ export class AppConfig {
   @Matches(/^([a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_.-]{1,128})?(@sha256:[a-f0-9]{64})?)?$/, { message: 'must be empty or a Docker image reference' })
   EGRESS_IMAGE = '';
   /**
+   * Network holders per server and port set (docs/decisions/workspaces.md, "Network holders"): small containers kept
+   * running on the isolated workspace network, whose namespace a launch's container joins instead of making its own
+   * (Docker's network setup is a third of a cold start). 0: off, every container makes its own.
+   */
+  @Transform(toInt) @IsInt() @Min(0) @Max(64) NETWORK_POOL_SIZE = 0;
+  /** The image network holders run (`sleep infinity`, nothing else); empty: EGRESS_IMAGE. Neither set: no holders. */
+  @Matches(/^([a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_.-]{1,128})?(@sha256:[a-f0-9]{64})?)?$/, { message: 'must be empty or a Docker image reference' })
+  NETWORK_POOL_IMAGE = '';
+  /**
    * Docker network of bridge and relay containers. Not the isolated workspace network: they exist to reach servers on
    * private networks. Default `bridge` (Docker's default network); an image restricted to a network uses its own.
    */

@@ -36,6 +36,8 @@ export interface JobPayloads {
   'maintenance.prune-webhooks': Record<string, never>;
   /** Pings every enabled server (ServerHealth); reconciles the containers of each that answers again. */
   'maintenance.check-server-health': Record<string, never>;
+  /** Tops up (and trims) the network holders of one server, or of every server that is up (the schedule). */
+  'maintenance.fill-network-pools': { serverId?: string };
 }
 export type JobName = keyof JobPayloads;
 
@@ -76,6 +78,8 @@ export const JOBS: { [J in JobName]: JobPolicy } = {
   'maintenance.prune-webhooks': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 60 * 60_000 },
   // One run per period across the pool (BullMQ's scheduler); each run is bounded (SERVER_HEALTH_TIMEOUT_MS, one retry).
   'maintenance.check-server-health': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 10_000, everyMsSetting: 'SERVER_HEALTH_INTERVAL_MS' },
+  // Asked after each claim; the schedule makes the first holders and catches lost asks. A no-op query with the pool off.
+  'maintenance.fill-network-pools': { queue: QUEUES.maintenance, attempts: 1, backoffMs: 500, everyMs: 10_000 },
 };
 
 /** Which queue each job runs on. */

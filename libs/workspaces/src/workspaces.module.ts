@@ -37,12 +37,13 @@ import { WorkspaceProfiles } from './profiles/workspace-profiles.service';
 import { ProfilesModule } from '@ws/profiles';
 import { EgressModule } from '@ws/egress';
 import { EgressSidecars } from './egress/egress-sidecars';
+import { NetworkHolders } from './runtime/network-holders';
 import { EgressTunnelHealth } from './egress/egress-tunnel-health';
 import { WorkspaceEgress } from './egress/workspace-egress.service';
 
 @Module({
   imports: [TypeOrmModule.forFeature([Workspace, WorkspaceEvent, WorkspaceEventCursor, WorkspaceEventDelivery, WorkspaceEventSequencer, Server, Zone, SessionToken]), DiscoveryModule, UsersModule, ImagesModule, ServersModule, AgentModule, ProfilesModule, EgressModule],
-  providers: [OutboxSignal, ServerRetirement, UserWorkspaces, WorkspaceEgress, EgressSidecars, EgressTunnelHealth, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, LaunchSteps, LaunchRecorder, CheckLimitsStep, PersistentProfileStep, EgressStep, WorkspaceReads, WorkspaceLive, WorkspaceTeardown, UserDeletion, AnonymousUsers, WorkspacesService, WorkspaceRuntime, ProvisionStrategies, WorkspaceContainers, ContainerStrategy, WorkspaceAccess, WorkspaceStartNotices, StreamStatsService, LaunchCommands],
+  providers: [OutboxSignal, ServerRetirement, UserWorkspaces, WorkspaceEgress, EgressSidecars, EgressTunnelHealth, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, LaunchSteps, LaunchRecorder, CheckLimitsStep, PersistentProfileStep, EgressStep, WorkspaceReads, WorkspaceLive, WorkspaceTeardown, UserDeletion, AnonymousUsers, WorkspacesService, WorkspaceRuntime, ProvisionStrategies, WorkspaceContainers, NetworkHolders, ContainerStrategy, WorkspaceAccess, WorkspaceStartNotices, StreamStatsService, LaunchCommands],
   exports: [OutboxSignal, LaunchRecorder, ServerRetirement, UserWorkspaces, WorkspaceEgress, EgressTunnelHealth, WorkspaceContainers, WorkspaceProfiles, WorkspaceLifecycle, WorkspaceSettings, WorkspaceLaunch, WorkspaceReads, WorkspaceLive, WorkspaceTeardown, UserDeletion, AnonymousUsers, WorkspacesService, WorkspaceRuntime, WorkspaceAccess, WorkspaceStartNotices, StreamStatsService, LaunchCommands],
 })
 export class WorkspacesModule {}

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { IdempotencyKeys } from '@ws/auth';
-import { JobHandler } from '@ws/queue';
+import { JobHandler, JobPayloads } from '@ws/queue';
 import { ServerHealth } from '@ws/servers';
 import { LoginLinksService, SessionTokensService } from '@ws/users';
 import { AnonymousUsers, EgressTunnelHealth, WorkspaceRuntime } from '@ws/workspaces';
@@ -34,6 +34,11 @@ export class MaintenanceProcessor {
   @JobHandler('maintenance.reconcile-containers')
   reconcileContainers() {
     return this.runtime.reconcile();
+  }
+
+  @JobHandler('maintenance.fill-network-pools')
+  fillNetworkPools(payload: JobPayloads['maintenance.fill-network-pools']) {
+    return this.runtime.fillNetworkPools(payload.serverId);
   }
 
   /** A host that answers again is reconciled at once: orphans removed, vanished containers reported. */

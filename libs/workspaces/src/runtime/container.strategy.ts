@@ -10,6 +10,7 @@ import { ProfileStoreError, WorkspaceProfiles } from '../profiles/workspace-prof
 import { EgressSidecars } from '../egress/egress-sidecars';
 import { WorkspaceEgress } from '../egress/workspace-egress.service';
 import { HostedProvisionStrategy, ProvisionAttempt, ProvisionStrategyProvider, ProvisionTarget } from './provision-strategy';
+import { NetworkHolders } from './network-holders';
 import { WorkspaceContainers } from './workspace-containers';
 
 /**
@@ -31,6 +32,7 @@ export class ContainerStrategy implements HostedProvisionStrategy {
     private readonly egress: WorkspaceEgress,
     private readonly containers: WorkspaceContainers,
     private readonly sidecars: EgressSidecars,
+    private readonly holders: NetworkHolders,
   ) {}
 
   handles(workspace: Workspace): boolean {
@@ -48,10 +50,13 @@ export class ContainerStrategy implements HostedProvisionStrategy {
     // the workspace container then joins its network namespace.
     const egress = await this.egress.sidecarOf(workspace);
     const sidecar = egress && (await this.sidecars.start(workspace, host, spec, egress, attempt.signal));
-    if (sidecar) spec = { ...spec, networkContainer: sidecar.id };
+    // Else a network namespace made in advance, when one is free (network-holders.ts): same ports, no setup.
+    const holder = sidecar ? null : await this.holders.claim(workspace.id, target.server, spec);
+    const namespace = sidecar ? { containerId: sidecar.id, ip: sidecar.ip, hostPorts: sidecar.hostPorts } : holder;
+    if (namespace) spec = { ...spec, networkContainer: namespace.containerId };
     // Before the desktop starts: the persistent profile (Reset, or load the saved one).
     let state = await this.containers.start(workspace, target, spec, (containerId) => this.profiles.prepare(workspace, image, host, containerId), attempt.signal);
-    if (sidecar) state = { ...state, ip: sidecar.ip, hostPorts: sidecar.hostPorts };
+    if (namespace) state = { ...state, ip: namespace.ip, hostPorts: namespace.hostPorts };
     await this.containers.waitForDesktop(workspace, target, state, spec, attempt.signal);
     // The image's exec_config (launch-commands.ts; never throws), in the user's own container only.
     if (await this.containers.markRunning(workspace, target, state, attempt.signal)) await runStartCommands({ hosts: this.hosts, workspaces: this.workspaces }, workspace);

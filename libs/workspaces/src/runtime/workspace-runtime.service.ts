@@ -13,6 +13,7 @@ import { WorkspaceEgress } from '../egress/workspace-egress.service';
 import { WorkspaceLifecycle } from '../lifecycle/workspace-lifecycle.service';
 import { WorkspaceTeardown } from '../lifecycle/workspace-teardown.service';
 import { WorkspaceProfiles } from '../profiles/workspace-profiles.service';
+import { isHolder, NetworkHolders } from './network-holders';
 import { ProvisionStrategies } from './provision-strategies';
 import type { ProvisionAttempt, ProvisionStrategy } from './provision-strategy';
 
@@ -45,6 +46,7 @@ export class WorkspaceRuntime {
     private readonly strategies: ProvisionStrategies,
     private readonly egress: WorkspaceEgress,
     private readonly metrics: Metrics,
+    private readonly holders: NetworkHolders,
   ) {}
 
   /**
@@ -76,7 +78,7 @@ export class WorkspaceRuntime {
     try {
       await strategy.provision(workspace, { image, server, host }, attempt);
     } catch (err) {
-      return this.afterFailedAttempt(workspace, err, attempt, strategy.isPermanent(err), () => removeByName(host, workspace.id));
+      return this.afterFailedAttempt(workspace, err, attempt, strategy.isPermanent(err), () => this.removeContainers(server, workspace.id));
     }
     return this.observeProvision(workspace);
   }
@@ -112,7 +114,7 @@ export class WorkspaceRuntime {
     const workspace = await this.workspaces.findOne({ where: { id: workspaceId }, relations: { server: true } });
     if (!workspace || workspace.status !== 'starting') return;
     await this.fail(workspace, reason);
-    if (workspace.server) await removeByName(this.hosts.get(workspace.server), workspace.id);
+    if (workspace.server) await this.removeContainers(workspace.server, workspace.id);
   }
 
   async destroy(workspaceId: string): Promise<void> {
@@ -125,7 +127,7 @@ export class WorkspaceRuntime {
       // Integration rule 5: removal is reported only after the profile's upload is confirmed (or refused).
       note = await this.profiles.saveBeforeRemoval(workspace, workspace.image, host);
       if (workspace.containerId) await host.remove(workspace.containerId);
-      await removeByName(host, workspace.id);
+      await this.removeContainers(workspace.server, workspace.id);
     }
     await this.lifecycle.destroyed(workspace.id, note);
   }
@@ -166,19 +168,45 @@ export class WorkspaceRuntime {
         continue;
       }
       const ids = containers.map((c) => c.labels[LABELS.workspaceId]).filter((id): id is string => !!id);
-      const live = new Set((await this.workspaces.find({ where: { id: In(ids), status: In(LIVE_STATUSES) }, select: { id: true } })).map((w) => w.id));
+      const claimants = await rawQuery<{ workspace_id: string }>(this.workspaces.manager.connection, 'SELECT workspace_id FROM network_holders WHERE server_id = $1 AND workspace_id IS NOT NULL', [server.id]);
+      const asked = [...ids, ...claimants.map((c) => c.workspace_id)];
+      const live = new Set((await this.workspaces.find({ where: { id: In(asked), status: In(LIVE_STATUSES) }, select: { id: true } })).map((w) => w.id));
       for (const container of containers) {
+        if (isHolder(container)) continue; // the holders' own sweep below
         if (!live.has(container.labels[LABELS.workspaceId] ?? '')) {
           await host.remove(container.id);
           removed++;
         }
       }
+      removed += await this.holders.sweep(server, containers, live);
       const present = new Set(ids);
       for (const w of runningBefore.filter((r) => !present.has(r.id))) {
         if (await this.lifecycle.fail(w.id, 'running', 'The workspace container vanished from its server')) vanished++;
       }
     }
     return { removed, vanished };
+  }
+
+  /** Network holders of one server, or of every enabled server that is up; a host that fails is logged and the rest go on. */
+  async fillNetworkPools(serverId?: string): Promise<{ made: number; removed: number }> {
+    const total = { made: 0, removed: 0 };
+    const servers = await this.servers.findBy({ enabled: true, health: 'up', ...(serverId ? { id: serverId } : {}) });
+    for (const server of servers) {
+      try {
+        const done = await this.holders.fill(server);
+        total.made += done.made;
+        total.removed += done.removed;
+      } catch (err) {
+        this.logger.warn(`network holders of ${server.hostname}: ${(err as Error).message}`);
+      }
+    }
+    return total;
+  }
+
+  /** The workspace's containers by name, then the network holder it joined (nothing is left in its namespace by then). */
+  private async removeContainers(server: Server, workspaceId: string): Promise<void> {
+    await removeByName(this.hosts.get(server), workspaceId);
+    await this.holders.release(workspaceId, server);
   }
 
   private async progress(workspace: Workspace, percent: number, message: string): Promise<void> {
