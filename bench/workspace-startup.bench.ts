@@ -7,10 +7,13 @@
  * integrator with webhooks learns of `running` when the service records it, not at its next poll): issue 25's
  * target, request → running ≤ 1.05× the bare run at p50 and p95, is printed for both ways of following. The bare
  * run also runs on the workspace network (a user-defined bridge, whose embedded DNS Docker sets up at each start;
- * the default bridge has none), so the isolation's own cost in Docker shows apart from the service's.
+ * the default bridge has none), so the isolation's own cost in Docker shows apart from the service's. The deployment
+ * keeps BENCH_NETWORK_POOL network holders (default 2; 0: none), as an operator who sets NETWORK_POOL_SIZE does: each
+ * launch's container joins a namespace made in advance, and every measurement starts once the pool is full again.
  */
 import 'reflect-metadata';
 import { execFileSync } from 'node:child_process';
+import { DataSource } from 'typeorm';
 import { waitForRfb, WORKSPACE_NETWORK } from '@ws/agent';
 import { deploymentContainers, desktopImage, post, registerLocalDesktop, startBenchApi, until } from './harness';
 import { LifecycleWebhook } from './lifecycle-webhook';
@@ -19,6 +22,7 @@ import { median, percentile, row } from './stats';
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 12);
 const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 50);
 const POLL_LIMIT_MS = 60_000;
+const NETWORK_POOL = Number(process.env.BENCH_NETWORK_POOL ?? 2);
 const CORES = 1;
 const MEMORY_MB = 512;
 /** Issue 25: request → running ≤ 1.05× a bare docker run → VNC, at p50 and at p95. */
@@ -43,7 +47,7 @@ async function bareDockerRun(image: string, network?: string): Promise<number> {
 
 async function main(): Promise<void> {
   const image = desktopImage();
-  const bench = await startBenchApi({ worker: true, settings: { WEBHOOK_ALLOW_PRIVATE_ADDRESSES: true } });
+  const bench = await startBenchApi({ worker: true, settings: { WEBHOOK_ALLOW_PRIVATE_ADDRESSES: true, NETWORK_POOL_SIZE: NETWORK_POOL, NETWORK_POOL_IMAGE: image } });
   const { base } = bench;
   try {
     const { image: img, auth } = await registerLocalDesktop(bench.api, { name: image, friendlyName: 'Desktop', cores: CORES, memory: MEMORY_MB * 1024 ** 2 });
@@ -55,9 +59,20 @@ async function main(): Promise<void> {
     const bare: number[] = [];
     const bareOnWorkspaceNetwork: number[] = [];
     let timeouts = 0;
+    const db = bench.api.get(DataSource);
+    /**
+     * No container of the deployment but the free network holders, all recorded and as many as kept: no workspace is
+     * being removed and no holder being made (one being made is a container without its row yet).
+     */
+    const quiet = async () => {
+      const rows: Array<{ container_id: string; workspace_id: string | null }> = await db.query('SELECT container_id, workspace_id FROM network_holders');
+      const holders = rows.map((r) => r.container_id.slice(0, 12));
+      const others = deploymentContainers(bench.settings.DEPLOYMENT_ID).filter((id) => !holders.includes(id.slice(0, 12)));
+      return others.length === 0 && rows.length === NETWORK_POOL && rows.every((r) => r.workspace_id === null) ? true : undefined;
+    };
     const destroy = async (workspaceId: string) => {
       await post(base, 'destroy_workspace', { ...auth, user_id: user.user_id, workspace_id: workspaceId });
-      await until('the destroyed workspace\'s containers gone', async () => (deploymentContainers(bench.settings.DEPLOYMENT_ID).length ? undefined : true), 60_000);
+      await until('the destroyed workspace\'s containers gone and the network pool full', quiet, 60_000);
     };
     /** request_workspace until its workspace.running webhook arrives; null when no event came in time. */
     const followedByWebhook = async (): Promise<number | null> => {
@@ -73,6 +88,7 @@ async function main(): Promise<void> {
       }
     };
     await bareDockerRun(image); // warm the page cache for both sides
+    await until('the network pool full', quiet, 60_000);
     for (let round = 0; round < ROUNDS; round++) {
       const followed = await followedByWebhook();
       if (followed === null) timeouts++;
@@ -96,7 +112,7 @@ async function main(): Promise<void> {
       for (const run of round % 2 ? [onWorkspaceNetwork, onBridge] : [onBridge, onWorkspaceNetwork]) await run();
     }
     await watcher.close();
-    console.log(`\nworkspace startup (${image}, ${CORES} core, ${MEMORY_MB} MiB, integrator polls every ${POLL_MS} ms)`);
+    console.log(`\nworkspace startup (${image}, ${CORES} core, ${MEMORY_MB} MiB, integrator polls every ${POLL_MS} ms, ${NETWORK_POOL} network holders)`);
     console.log(row('request_workspace → running (polling)', ours));
     console.log(row('request_workspace → running (webhook)', byWebhook));
     console.log(row('bare docker run → VNC answers (baseline)', bare));
