@@ -91,11 +91,27 @@ export async function bareBurst(image: string, engines: BenchEngine[], count: nu
   }
 }
 
-/** Until no engine holds a container of the deployment (a burst removed; the next one starts on empty hosts). */
-export function untilNoContainers(deploymentId: string, engines: BenchEngine[], timeoutMs = 180_000): Promise<true> {
-  return until(`no container of ${deploymentId} left on ${engines.map((e) => e.hostname).join(', ')}`, async () => {
+/**
+ * The deployment's network holders (NETWORK_POOL_SIZE per engine) as a bench waits on them: a burst starts once each
+ * engine's pool is full again, so neither side runs beside the pool's refill.
+ */
+export interface NetworkPoolWatch {
+  size: number;
+  rows: () => Promise<Array<{ container_id: string; workspace_id: string | null }>>;
+}
+
+/**
+ * Until no engine holds a container of the deployment but its free network holders, all recorded and as many as
+ * `pool` keeps (a burst removed, the pool refilled; the next one starts on quiet hosts).
+ */
+export function untilNoContainers(deploymentId: string, engines: BenchEngine[], timeoutMs = 180_000, pool?: NetworkPoolWatch): Promise<true> {
+  return until(`no container of ${deploymentId} left on ${engines.map((e) => e.hostname).join(', ')}${pool ? ' but a full network pool' : ''}`, async () => {
+    const rows = pool ? await pool.rows() : [];
+    const holders = new Set(rows.map((r) => r.container_id.slice(0, 12)));
     const left = await Promise.all(engines.map((engine) => docker(engine, 'ps', '-aq', '--filter', `label=workspace-server.deployment-id=${deploymentId}`)));
-    return left.every((ids) => ids === '') ? true : undefined;
+    const others = left.flatMap((ids) => ids.split('\n').filter(Boolean)).filter((id) => !holders.has(id.slice(0, 12)));
+    const poolFull = !pool || (rows.length === pool.size * engines.length && rows.every((r) => r.workspace_id === null));
+    return others.length === 0 && poolFull ? true : undefined;
   }, timeoutMs);
 }
 
@@ -123,6 +139,8 @@ export async function compareBursts(options: {
   engines: BenchEngine[]; resources: BareResources; rounds: number; pollMs: number;
   /** How the product's launches are followed until running: their webhooks (the default), or polling every pollMs. */
   follow: BurstFollow;
+  /** The deployment's network holders, when it keeps them. */
+  pool?: NetworkPoolWatch;
 }): Promise<BurstComparison> {
   const { base, auth, userIds, engines } = options;
   const result: BurstComparison = { ours: [], bare: [], bareOnWorkspaceNetwork: [], splits: [] };
@@ -135,11 +153,12 @@ export async function compareBursts(options: {
     const { elapsedMs, launched } = await launchAll(base, auth, userIds, options.imageId, options.pollMs, 600_000, watcher);
     result.splits.push(placementSplit(launched));
     await destroyAll(base, auth, launched);
-    await untilNoContainers(options.deploymentId, engines);
+    await untilNoContainers(options.deploymentId, engines, undefined, options.pool);
     result.ours.push(elapsedMs);
   };
   try {
     await bareBurst(options.image, engines, 2 * engines.length, options.resources); // warm each engine's page cache
+    await untilNoContainers(options.deploymentId, engines, undefined, options.pool);
     for (let round = 0; round < options.rounds; round++) {
       if (round % 2) {
         await bare();

@@ -10,6 +10,7 @@
  * integrator's side, as the bench did before 2026-11-28).
  */
 import 'reflect-metadata';
+import { DataSource } from 'typeorm';
 import { resolve } from 'node:path';
 import { SecondEngine } from '../test/e2e/second-engine';
 import { WorkerProcess } from '../test/e2e/worker-processes';
@@ -18,6 +19,8 @@ import { cleanUpOnSignal, createUsers, desktopImage, registerLocalDesktop, start
 
 const BURST = Number(process.env.BENCH_BURST_TWO ?? 16);
 const ROUNDS = Number(process.env.BENCH_BURST_ROUNDS ?? 3);
+/** Network holders per engine (NETWORK_POOL_SIZE): one per launch the burst puts there; BENCH_NETWORK_POOL=0 keeps none. */
+const NETWORK_POOL = Number(process.env.BENCH_NETWORK_POOL ?? Math.ceil(BURST / 2));
 // 16 integrators polling every 50 ms would be ~320 requests/s on the same two cores as the launches.
 const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 100);
 const CORES = 1;
@@ -29,7 +32,7 @@ const WORKER_JS = process.env.BENCH_WORKER_JS ?? resolve(__dirname, '../apps/wor
 async function main(): Promise<void> {
   const image = desktopImage();
   let engine: SecondEngine | undefined;
-  const workerSettings = { WORKER_CONCURRENCY: BURST, WEBHOOK_ALLOW_PRIVATE_ADDRESSES: true };
+  const workerSettings = { WORKER_CONCURRENCY: BURST, WEBHOOK_ALLOW_PRIVATE_ADDRESSES: true, NETWORK_POOL_SIZE: NETWORK_POOL, NETWORK_POOL_IMAGE: image };
   const bench = await startBenchApi({ worker: WORKER_SHAPE === 'inline', settings: workerSettings });
   const { base } = bench;
   let worker: WorkerProcess | undefined;
@@ -54,6 +57,7 @@ async function main(): Promise<void> {
     const comparison = await compareBursts({
       base, auth, userIds, imageId: img.id, image, deploymentId: bench.settings.DEPLOYMENT_ID,
       engines: [LOCAL_ENGINE, second.engine], resources: { cores: CORES, memoryMb: MEMORY_MB }, rounds: ROUNDS, pollMs: POLL_MS, follow: BURST_FOLLOW,
+      pool: { size: NETWORK_POOL, rows: () => bench.api.get(DataSource).query('SELECT container_id, workspace_id FROM network_holders') },
     });
     console.log(`\nburst of ${BURST} launches over two engines on this machine (${image}, ${CORES} core, ${MEMORY_MB} MiB each; the worker ${WORKER_SHAPE === 'process' ? 'in a process of its own' : 'in the api\'s process'}; image copied to the second in ${(second.copyMs / 1000).toFixed(1)} s; ${ROUNDS} rounds, median)`);
     console.log(burstLine(BURST, comparison));

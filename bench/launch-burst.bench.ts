@@ -5,18 +5,21 @@
  * bench/launch-burst-two-engines.bench.ts is the same over two engines.
  */
 import 'reflect-metadata';
+import { DataSource } from 'typeorm';
 import { BURST_FOLLOW, burstLine, compareBursts, LOCAL_ENGINE } from './engines';
 import { createUsers, desktopImage, registerLocalDesktop, startBenchApi } from './harness';
 
 const BURST = Number(process.env.BENCH_BURST ?? 8);
 const ROUNDS = Number(process.env.BENCH_BURST_ROUNDS ?? 3);
+/** Network holders per engine (NETWORK_POOL_SIZE): one per launch the burst puts there; BENCH_NETWORK_POOL=0 keeps none. */
+const NETWORK_POOL = Number(process.env.BENCH_NETWORK_POOL ?? Math.ceil(BURST));
 const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 50);
 const CORES = 1;
 const MEMORY_MB = 512;
 
 async function main(): Promise<void> {
   const image = desktopImage();
-  const bench = await startBenchApi({ worker: true, settings: { WEBHOOK_ALLOW_PRIVATE_ADDRESSES: true } });
+  const bench = await startBenchApi({ worker: true, settings: { WEBHOOK_ALLOW_PRIVATE_ADDRESSES: true, NETWORK_POOL_SIZE: NETWORK_POOL, NETWORK_POOL_IMAGE: image } });
   const { base } = bench;
   try {
     const { image: img, auth } = await registerLocalDesktop(bench.api, { name: image, friendlyName: 'Desktop', cores: CORES, memory: MEMORY_MB * 1024 ** 2 });
@@ -24,6 +27,7 @@ async function main(): Promise<void> {
     const comparison = await compareBursts({
       base, auth, userIds, imageId: img.id, image, deploymentId: bench.settings.DEPLOYMENT_ID,
       engines: [LOCAL_ENGINE], resources: { cores: CORES, memoryMb: MEMORY_MB }, rounds: ROUNDS, pollMs: POLL_MS, follow: BURST_FOLLOW,
+      pool: { size: NETWORK_POOL, rows: () => bench.api.get(DataSource).query('SELECT container_id, workspace_id FROM network_holders') },
     });
     console.log(`\nburst of ${BURST} launches (${image}, ${CORES} core, ${MEMORY_MB} MiB each; ${ROUNDS} rounds, median)`);
     console.log(burstLine(BURST, comparison));

@@ -40,6 +40,8 @@ if [ "$docker_ok" = 1 ]; then
   EGRESS_IMAGE="${EGRESS_IMAGE:-$(bash scripts/build-egress-image.sh | tail -1)}"
   export EGRESS_IMAGE
   log "egress sidecar image -> $EGRESS_IMAGE"
+  # Network namespaces made in advance, joined by launches (docs/decisions/workspaces.md, "Network holders").
+  export NETWORK_POOL_SIZE="${NETWORK_POOL_SIZE:-2}"
 fi
 
 pids=()

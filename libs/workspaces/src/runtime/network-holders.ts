@@ -18,6 +18,8 @@ const HOLDER_KEY_LABEL = 'workspace-server.pool-key';
 /** A holder container without a row this old was made by a fill that died before recording it. */
 const UNRECORDED_GRACE_MS = 60_000;
 const HOLDER_MEMORY = 16 * 1024 ** 2;
+/** A fill that found launches starting asks again this much later (about once a second while a burst lasts). */
+const DEFERRED_FILL_DELAY_MS = 1000;
 
 /** What a claimed holder gives the workspace's container: its namespace, and the address and ports it publishes. */
 export interface ClaimedHolder {
@@ -96,11 +98,15 @@ export class NetworkHolders {
     return { containerId: row.container_id, ip: row.container_ip, hostPorts: row.host_ports };
   }
 
-  /** A refill of the server's pool shortly after a claim (deduplicated per second), off the launch's path. */
-  private async refillSoon(serverId: string): Promise<void> {
-    const second = Math.floor(Date.now() / 1000);
+  /**
+   * A refill of the server's pool shortly after a claim (deduplicated per second), off the launch's path; asked again
+   * by a fill that found launches still starting there.
+   */
+  private async refillSoon(serverId: string, delay = this.config.STAGING_REFILL_DELAY_MS): Promise<void> {
+    // One job per server and second it is due in: asks for the same second are one, a deferred ask is a new one.
+    const second = Math.floor((Date.now() + delay) / 1000);
     await this.jobs
-      .enqueue('maintenance.fill-network-pools', { serverId }, { jobId: `fill-network-pool-${serverId}-${second}`, delay: this.config.STAGING_REFILL_DELAY_MS })
+      .enqueue('maintenance.fill-network-pools', { serverId }, { jobId: `fill-network-pool-${serverId}-${second}`, delay })
       .catch((err: Error) => this.logger.warn(`network pool refill not enqueued (the schedule will run it): ${err.message}`));
   }
 
@@ -114,12 +120,18 @@ export class NetworkHolders {
   }
 
   /**
-   * Tops up the server's free holders to NETWORK_POOL_SIZE for each port set the enabled images use, and removes
+   * Once no launch is starting on the server (else it asks again in a moment), tops up the server's free holders to
+   * NETWORK_POOL_SIZE for each port set the enabled images use, and removes
    * free ones beyond it (a smaller size, an image no longer offered). One at a time, counted again before each: a fill
    * runs beside launches on the same host and must not crowd them, and two fills at once overshoot by one at most.
    */
-  async fill(server: Server): Promise<{ made: number; removed: number }> {
+  async fill(server: Server): Promise<{ made: number; removed: number; deferred?: true }> {
     if (!server.enabled || server.health !== 'up') return { made: 0, removed: 0 };
+    // Holders are for the next launches: made while launches start on the host, they would slow those down.
+    if (this.enabled && (await this.launchesStarting(server.id))) {
+      await this.refillSoon(server.id, DEFERRED_FILL_DELAY_MS);
+      return { made: 0, removed: 0, deferred: true };
+    }
     const host = this.hosts.get(server);
     const sets = this.enabled ? await this.portSets(server) : new Map<string, Record<string, string>>();
     const size = this.enabled ? this.config.NETWORK_POOL_SIZE : 0;
@@ -141,6 +153,11 @@ export class NetworkHolders {
     );
     for (const { container_id } of surplus) await host.remove(container_id);
     return { made, removed: surplus.length };
+  }
+
+  private async launchesStarting(serverId: string): Promise<boolean> {
+    const rows = await rawQuery(this.db, `SELECT 1 FROM workspaces WHERE server_id = $1 AND status = 'starting' LIMIT 1`, [serverId]);
+    return rows.length > 0;
   }
 
   private async freeCount(serverId: string, key: string): Promise<number> {
