@@ -103,6 +103,24 @@ describe('network holders: a launch joins a namespace made in advance', () => {
     expect((await freeHolders()).map((r) => r.container_id)).toContain(free[1].container_id);
   });
 
+  it('a launch that finds the oldest free holder stopped removes it and takes the next', async () => {
+    const [stopped, next] = await poolOf(2);
+    await localDocker().stop(stopped.container_id, 0);
+    const user = (await api.call('create_user', admin, { target_user: { username: 'holder-user-2' } })).body.user.user_id as string;
+    const launch = await api.call('request_workspace', admin, { user_id: user, image_id: imageId, enable_sharing: false });
+    expect(launch.status).toBe(200);
+    const workspaceId = launch.body.workspace_id as string;
+    await waitFor('the workspace running', async () => {
+      const status = await api.call('get_workspace_status', admin, { workspace_id: workspaceId, user_id: user, skip_agent_check: true });
+      return status.body.workspace?.operational_status === 'running' ? true : undefined;
+    }, 180_000, 250);
+    const claimed = (await rows()).find((r) => r.workspace_id === parseId(workspaceId));
+    expect(claimed?.container_id).toBe(next.container_id);
+    expect((await rows()).some((r) => r.container_id === stopped.container_id)).toBe(false);
+    expect((await api.containers()).some((c) => c.id === stopped.container_id)).toBe(false);
+    expect((await api.call('destroy_workspace', admin, { workspace_id: workspaceId, user_id: user })).status).toBe(200);
+  });
+
   it('a smaller pool size trims the free holders', async () => {
     await poolOf(2);
     // The api's and the worker's settings both (the worker's schedule fills too).

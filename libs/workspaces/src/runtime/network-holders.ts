@@ -3,7 +3,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import {
-  ContainerSummary, DockerHost, DockerHosts, ensureWorkspaceNetwork, LABELS, parseRunConfig, portsFromAttributes, WORKSPACE_NETWORK, WorkspaceContainerSpec,
+  ContainerNotFoundError, ContainerSummary, DockerHost, DockerHosts, ensureWorkspaceNetwork, LABELS, parseRunConfig, portsFromAttributes, WORKSPACE_NETWORK, WorkspaceContainerSpec,
 } from '@ws/agent';
 import { AppConfig } from '@ws/common';
 import { rawQuery } from '@ws/database';
@@ -20,6 +20,8 @@ const UNRECORDED_GRACE_MS = 60_000;
 const HOLDER_MEMORY = 16 * 1024 ** 2;
 /** A fill that found launches starting asks again this much later (about once a second while a burst lasts). */
 const DEFERRED_FILL_DELAY_MS = 1000;
+/** Holders a claim tries before the launch makes its own network (each one found stopped is removed). */
+const MAX_CLAIM_TRIES = 3;
 
 /** What a claimed holder gives the workspace's container: its namespace, and the address and ports it publishes. */
 export interface ClaimedHolder {
@@ -67,35 +69,45 @@ export class NetworkHolders {
   }
 
   /**
-   * The workspace's holder: the one an earlier run of its launch claimed, else a free one of its server and port set,
-   * else null (no pool for it, or none free). A claimed holder that stopped is dropped, and null returned.
+   * The workspace's holder: the one an earlier run of its launch claimed, else a free one of its server and port set
+   * (oldest first), else null (no pool for it, or none free). A holder found stopped (its engine restarted, say) is
+   * removed and the next one tried, a few at most.
    */
   async claim(workspaceId: string, server: Server, spec: WorkspaceContainerSpec): Promise<ClaimedHolder | null> {
     const key = this.enabled ? poolKeyOf(spec) : null;
     if (!key) return null;
-    const [mine] = await rawQuery<HolderRow>(this.db, 'SELECT * FROM network_holders WHERE workspace_id = $1', [workspaceId]);
-    const row =
-      mine ??
-      (
-        await rawQuery<HolderRow>(
+    const host = this.hosts.get(server);
+    let [row]: Array<HolderRow | undefined> = await rawQuery<HolderRow>(this.db, 'SELECT * FROM network_holders WHERE workspace_id = $1', [workspaceId]);
+    let claimed = false;
+    for (let tries = 0; tries < MAX_CLAIM_TRIES; tries++) {
+      if (!row) {
+        [row] = await rawQuery<HolderRow>(
           this.db,
           `UPDATE network_holders SET workspace_id = $1, claimed_at = now()
             WHERE id = (SELECT id FROM network_holders WHERE server_id = $2 AND pool_key = $3 AND workspace_id IS NULL ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
             RETURNING *`,
           [workspaceId, server.id, key],
-        )
-      )[0];
-    if (!row) return null;
-    if (!mine) await this.refillSoon(server.id);
-    if (mine) {
-      // A retried launch: its holder must still run (the workspace's container may already be in it).
-      const running = await this.hosts.get(server).inspect(row.container_id).then((s) => s.running, () => false);
-      if (!running) {
-        await this.release(workspaceId, server);
-        return null;
+        );
+        if (!row) break;
+        claimed = true;
       }
+      const running = await host.inspect(row.container_id).then(
+        (state) => state.running,
+        (err) => {
+          if (err instanceof ContainerNotFoundError) return false;
+          throw err; // the launch's retry asks again, and finds this claim
+        },
+      );
+      if (running) {
+        if (claimed) await this.refillSoon(server.id);
+        return { containerId: row.container_id, ip: row.container_ip, hostPorts: row.host_ports };
+      }
+      await host.remove(row.container_id);
+      await rawQuery(this.db, 'DELETE FROM network_holders WHERE id = $1', [row.id]);
+      row = undefined;
     }
-    return { containerId: row.container_id, ip: row.container_ip, hostPorts: row.host_ports };
+    if (claimed) await this.refillSoon(server.id);
+    return null;
   }
 
   /**
@@ -126,15 +138,18 @@ export class NetworkHolders {
    * runs beside launches on the same host and must not crowd them, and two fills at once overshoot by one at most.
    */
   async fill(server: Server): Promise<{ made: number; removed: number; deferred?: true }> {
-    if (!server.enabled || server.health !== 'up') return { made: 0, removed: 0 };
+    if (server.health !== 'up') return { made: 0, removed: 0 };
     // Holders are for the next launches: made while launches start on the host, they would slow those down.
-    if (this.enabled && (await this.launchesStarting(server.id))) {
+    if (this.enabled && server.enabled && (await this.launchesStarting(server.id))) {
       await this.refillSoon(server.id, DEFERRED_FILL_DELAY_MS);
       return { made: 0, removed: 0, deferred: true };
     }
     const host = this.hosts.get(server);
-    const sets = this.enabled ? await this.portSets(server) : new Map<string, Record<string, string>>();
-    const size = this.enabled ? this.config.NETWORK_POOL_SIZE : 0;
+    // A disabled server, or the pool off: no port set is kept, and every free holder goes.
+    const kept = this.enabled && server.enabled;
+    if (!kept && !(await this.hasHolders(server.id))) return { made: 0, removed: 0 }; // no call to a host that may not answer
+    const sets = kept ? await this.portSets(server) : new Map<string, Record<string, string>>();
+    const size = kept ? this.config.NETWORK_POOL_SIZE : 0;
     let made = 0;
     for (const [key, ports] of sets) {
       for (let i = 0; i < size && (await this.freeCount(server.id, key)) < size; i++) {
@@ -145,7 +160,7 @@ export class NetworkHolders {
     // Taken out of the pool first (a launch may be claiming the others this moment), then removed.
     const surplus = await rawQuery<{ container_id: string }>(
       this.db,
-      `DELETE FROM network_holders WHERE id IN (
+      `DELETE FROM network_holders WHERE workspace_id IS NULL AND id IN (
         SELECT id FROM (SELECT id, pool_key, row_number() OVER (PARTITION BY pool_key ORDER BY created_at) AS n FROM network_holders WHERE server_id = $1 AND workspace_id IS NULL) free
           WHERE NOT (pool_key = ANY($2)) OR n > $3
       ) RETURNING container_id`,
@@ -153,6 +168,10 @@ export class NetworkHolders {
     );
     for (const { container_id } of surplus) await host.remove(container_id);
     return { made, removed: surplus.length };
+  }
+
+  private async hasHolders(serverId: string): Promise<boolean> {
+    return (await rawQuery(this.db, 'SELECT 1 FROM network_holders WHERE server_id = $1 LIMIT 1', [serverId])).length > 0;
   }
 
   private async launchesStarting(serverId: string): Promise<boolean> {

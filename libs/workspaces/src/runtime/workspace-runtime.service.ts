@@ -187,10 +187,13 @@ export class WorkspaceRuntime {
     return { removed, vanished };
   }
 
-  /** Network holders of one server, or of every enabled server that is up; a host that fails is logged and the rest go on. */
+  /**
+   * Network holders of one server, or of every server that is up (a disabled one's free holders are removed); a host
+   * that fails is logged and the rest go on.
+   */
   async fillNetworkPools(serverId?: string): Promise<{ made: number; removed: number }> {
     const total = { made: 0, removed: 0 };
-    const servers = await this.servers.findBy({ enabled: true, health: 'up', ...(serverId ? { id: serverId } : {}) });
+    const servers = await this.servers.findBy({ health: 'up', ...(serverId ? { id: serverId } : {}) });
     for (const server of servers) {
       try {
         const done = await this.holders.fill(server);
