@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import { AppConfig, parseId, toWireId } from '@ws/common';
 import { ImagesService } from '@ws/images';
 import { Server, ServersService } from '@ws/servers';
-import { WorkspaceRuntime } from '@ws/workspaces';
+import { ServerRetirement, WorkspaceRuntime } from '@ws/workspaces';
 import { ZonesService } from '@ws/zones';
 import { desktopImage, localDocker, TestApi, TestKey, waitFor } from './harness';
 
@@ -132,5 +132,21 @@ describe('network holders: a launch joins a namespace made in advance', () => {
     } finally {
       for (const config of configs) config.NETWORK_POOL_SIZE = 2;
     }
+  });
+
+  it('server remove takes the server\'s holders with it', async () => {
+    const zone = await api.app.get(ZonesService).ensure('default');
+    const other = await api.app.get(ServersService).upsert({ hostname: 'local-2', dockerEndpoint: 'unix:///var/run/docker.sock', zone, cores: 64, memory: 64 * 1024 ** 3 });
+    await runtime.fillNetworkPools(other.id);
+    const held = await waitFor('the second server\'s holders', async () => {
+      const found: Array<{ container_id: string }> = await db.query('SELECT container_id FROM network_holders WHERE server_id = $1', [other.id]);
+      return found.length === 2 ? found.map((r) => r.container_id) : undefined;
+    }, 60_000, 250);
+    await api.app.get(ServerRetirement).remove('local-2');
+    expect(await db.query('SELECT 1 FROM network_holders WHERE server_id = $1', [other.id])).toEqual([]);
+    const left = new Set((await api.containers()).map((c) => c.id));
+    expect(held.filter((id) => left.has(id))).toEqual([]);
+    // The first server's pool is untouched.
+    expect((await freeHolders()).length).toBeGreaterThan(0);
   });
 });

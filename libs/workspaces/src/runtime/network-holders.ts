@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import {
   ContainerNotFoundError, ContainerSummary, DockerHost, DockerHosts, ensureWorkspaceNetwork, LABELS, parseRunConfig, portsFromAttributes, WORKSPACE_NETWORK, WorkspaceContainerSpec,
 } from '@ws/agent';
@@ -168,6 +168,25 @@ export class NetworkHolders {
     );
     for (const { container_id } of surplus) await host.remove(container_id);
     return { made, removed: surplus.length };
+  }
+
+  /**
+   * `server remove`: the server's holders go with it. Their rows are deleted in the removal's transaction (`tx`, under
+   * the placement lock), and the returned function removes their containers once it committed; a host that does not
+   * answer keeps them (logged).
+   */
+  async takeAll(server: Server, tx: EntityManager): Promise<() => Promise<void>> {
+    // As a SELECT: TypeORM answers a DELETE … RETURNING with [rows, count].
+    const rows: Array<{ container_id: string }> = await tx.query(
+      'WITH taken AS (DELETE FROM network_holders WHERE server_id = $1 RETURNING container_id) SELECT container_id FROM taken',
+      [server.id],
+    );
+    return async () => {
+      const host = this.hosts.get(server);
+      for (const { container_id } of rows) {
+        await host.remove(container_id).catch((err: Error) => this.logger.warn(`network holder ${container_id.slice(0, 12)} on ${server.hostname} not removed: ${err.message}`));
+      }
+    };
   }
 
   private async hasHolders(serverId: string): Promise<boolean> {
