@@ -2,6 +2,7 @@ import Docker from 'dockerode';
 import { DataSource } from 'typeorm';
 import { AppConfig, parseId, toWireId } from '@ws/common';
 import { ImagesService } from '@ws/images';
+import { Metrics } from '@ws/metrics';
 import { Server, ServersService } from '@ws/servers';
 import { ServerRetirement, WorkspaceRuntime } from '@ws/workspaces';
 import { ZonesService } from '@ws/zones';
@@ -56,6 +57,9 @@ describe('network holders: a launch joins a namespace made in advance', () => {
       expect(info.running).toBe(true);
       expect(info.hostPorts.vnc).toBe(holder.host_ports.vnc);
     }
+    // The operator sees them in the worker's metrics.
+    const exposition = await (api.worker as NonNullable<typeof api.worker>).get(Metrics).exposition();
+    expect(exposition).toContain('workspace_server_network_holders{server="local",state="free"} 2');
   });
 
   it('a launch joins a free holder\'s namespace, runs its desktop there, and the pool refills; destroy removes the holder', async () => {

@@ -50,6 +50,7 @@ export class Metrics {
   readonly stagedDesired = this.gauge('staged_workspaces_desired', 'Staged workspaces a staging config asks for (num_sessions), by pool (config id)', ['pool']);
   readonly stagedReady = this.gauge('staged_workspaces_ready', 'Unassigned staged workspaces running and claimable, by pool', ['pool']);
   readonly stagedStarting = this.gauge('staged_workspaces_starting', 'Unassigned staged workspaces still starting, by pool', ['pool']);
+  readonly networkHolders = this.gauge('network_holders', 'Network holders (namespaces made in advance for launches), by server and state: free or claimed', ['server', 'state']);
   readonly stagedCreated = this.counter('staged_workspaces_created_total', 'Staged workspaces recorded to fill a pool');
   readonly stagedFailed = this.counter('staged_workspaces_failed_total', 'Staged workspaces removed from their pool because they failed');
   readonly stagedClaimed = this.counter('staged_workspaces_claimed_total', 'Launches answered with a staged workspace');

@@ -47,5 +47,5 @@ export { WorkspacesService } from './workspaces.service';
 export { bindSessionToken, countLiveWorkspaces, countReadyStaged, setClientSettingsOverride, liveUnassignedStaged, pickReadyStaged, stagedPool, stagingOriginOf, unassignedStaged } from './reads/staged-workspaces';
 export type { StagedRow } from './reads/staged-workspaces';
 export { existingWorkspaceIds, findWorkspaceToProvision, latestRunningWorkspace } from './reads/workspace-lookup';
-export { serverCapacity, stagedCounts, workspacesByStatusAndServer } from './reads/fleet-figures';
+export { networkHolderCounts, serverCapacity, stagedCounts, workspacesByStatusAndServer } from './reads/fleet-figures';
 export type { ServerFigures } from './reads/fleet-figures';

@@ -4,11 +4,11 @@ import { DataSource } from 'typeorm';
 import { Metrics } from '@ws/metrics';
 import { JobProducer, queueDepths } from '@ws/queue';
 import { stagingPools } from '@ws/staging';
-import { serverCapacity, workspacesByStatusAndServer } from '@ws/workspaces';
+import { networkHolderCounts, serverCapacity, workspacesByStatusAndServer } from '@ws/workspaces';
 
 /**
  * The worker's figures read at scrape time (only the worker reads them, so api replicas add no queries): queue
- * depths from Redis, workspaces by status and server, server capacity and staging pools from PostgreSQL, each a
+ * depths from Redis, workspaces by status and server, server capacity, network holders and staging pools from PostgreSQL, each a
  * bounded read. Each gauge is reset before it is read, so a failed read leaves it empty rather than stale.
  */
 @Injectable()
@@ -38,6 +38,13 @@ export class FleetMetrics implements OnModuleInit {
         // A disabled server offers nothing to placement.
         m.serverCoresOffered.set({ server: s.server }, s.enabled ? s.offeredCores : 0);
         m.serverMemoryOffered.set({ server: s.server }, s.enabled ? s.offeredMemory : 0);
+      }
+    });
+    m.onScrape('network holders', async () => {
+      m.networkHolders.reset();
+      for (const { server, free, claimed } of await networkHolderCounts(this.db.manager)) {
+        m.networkHolders.set({ server, state: 'free' }, free);
+        m.networkHolders.set({ server, state: 'claimed' }, claimed);
       }
     });
     m.onScrape('staging pools', async () => {

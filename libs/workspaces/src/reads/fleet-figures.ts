@@ -56,3 +56,12 @@ export async function stagedCounts(db: Queryable): Promise<Map<string, { ready: 
   )) as Array<{ staging_config_id: string; ready: number; starting: number }>;
   return new Map(rows.map((r) => [r.staging_config_id, { ready: r.ready, starting: r.starting }]));
 }
+
+/** Network holders per server hostname: free (claimable) and claimed by a workspace (network-holders.ts). */
+export async function networkHolderCounts(db: Queryable): Promise<Array<{ server: string; free: number; claimed: number }>> {
+  return (await db.query(
+    `SELECT s.hostname AS server, count(*) FILTER (WHERE h.workspace_id IS NULL)::int AS free, count(*) FILTER (WHERE h.workspace_id IS NOT NULL)::int AS claimed
+       FROM network_holders h JOIN servers s ON s.id = h.server_id GROUP BY s.hostname ORDER BY 1 LIMIT $1`,
+    [MAX_SERVERS],
+  )) as Array<{ server: string; free: number; claimed: number }>;
+}
