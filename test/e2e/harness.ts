@@ -250,6 +250,12 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
 }
 
 /**
+ * A shell command that prints "open" when a TCP connection to host:port succeeds within 5 s, then `exit=<code>`
+ * (bash's /dev/tcp, bounded by `timeout`): the isolation suites run it inside containers.
+ */
+export const tcpProbeCommand = (host: string, port: number) => `timeout 5 bash -c 'exec 3<>/dev/tcp/${host}/${port} && echo open' 2>&1; echo "exit=$?"`;
+
+/**
  * Whether a prerequisite the machine may lack (a program a suite runs) is here. On a developer's machine a missing
  * one skips what needs it (the caller's describe.skip or check); under CI=true (.ci/run) it fails the run instead,
  * naming what is missing and how to get it, so a CI machine without it cannot pass by skipping.

@@ -6,7 +6,7 @@ import { Metrics } from '@ws/metrics';
 import { Server, ServersService } from '@ws/servers';
 import { ServerRetirement, WorkspaceRuntime } from '@ws/workspaces';
 import { ZonesService } from '@ws/zones';
-import { desktopImage, localDocker, TestApi, TestKey, waitFor } from './harness';
+import { desktopImage, localDocker, tcpProbeCommand, TestApi, TestKey, waitFor } from './harness';
 
 /**
  * Network holders (issue 25, point 3: a cold start near a bare `docker run`): a launch's container joins a network
@@ -94,6 +94,46 @@ describe('network holders: a launch joins a namespace made in advance', () => {
       const containerGone = !(await api.containers()).some((c) => c.id === claimed.container_id);
       return gone && containerGone ? true : undefined;
     }, 180_000, 250);
+  });
+
+  it('a workspace in a holder is as isolated as any: no other workspace, no host service; the host still streams it', async () => {
+    await poolOf(2);
+    const user = (await api.call('create_user', admin, { target_user: { username: 'holder-iso' } })).body.user.user_id as string;
+    const launch = async () => {
+      const requested = await api.call('request_workspace', admin, { user_id: user, image_id: imageId, enable_sharing: false });
+      expect(requested.status).toBe(200);
+      const id = requested.body.workspace_id as string;
+      return waitFor('the workspace running', async () => {
+        const status = await api.call('get_workspace_status', admin, { workspace_id: id, user_id: user, skip_agent_check: true });
+        return status.body.workspace?.operational_status === 'running' ? { id, ip: status.body.workspace.container_ip as string, port: status.body.workspace.port as number } : undefined;
+      }, 180_000, 250);
+    };
+    const [a, b] = await Promise.all([launch(), launch()]);
+    expect((await rows()).filter((r) => r.workspace_id !== null).map((r) => r.workspace_id).sort()).toEqual([parseId(a.id), parseId(b.id)].sort());
+    const probe = async (from: string, host: string, port: number) =>
+      (await api.call('exec_command_workspace', admin, { workspace_id: from, user_id: user, exec_config: { cmd: tcpProbeCommand(host, port) }, wait: true, timeout_seconds: 30 })).body.stdout as string;
+    const docker = new Docker({ socketPath: '/var/run/docker.sock' });
+    const gateway = (await docker.getNetwork('workspace-server-isolated').inspect()).IPAM?.Config?.[0]?.Gateway as string;
+    // Positive controls: A reaches its own VNC server at its address; a container on the default bridge reaches B's.
+    expect(await probe(a.id, a.ip, 5900)).toBe('open\nexit=0\n');
+    const control = await docker.createContainer({
+      Image: desktopImage(), Cmd: ['sleep', '600'], Labels: { 'workspace-server.deployment-id': api.config.DEPLOYMENT_ID },
+      HostConfig: { NetworkMode: 'bridge', CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges:true'] },
+    });
+    try {
+      await control.start();
+      expect((await localDocker().exec(control.id, { cmd: tcpProbeCommand(b.ip, 5900), timeoutMs: 30_000 })).stdout).toBe('open\nexit=0\n');
+      // A cannot reach B, B cannot reach A, and A cannot reach the host's PostgreSQL through the gateway.
+      expect(await probe(a.id, b.ip, 5900)).not.toContain('open');
+      expect(await probe(b.id, a.ip, 5900)).not.toContain('open');
+      expect(await probe(a.id, gateway, 5432)).not.toContain('open');
+    } finally {
+      await control.remove({ force: true });
+    }
+    // The host streams both through the holders' published loopback ports.
+    for (const w of [a, b]) await expect(localDocker().waitForRfb('127.0.0.1', w.port, { timeoutMs: 30_000 })).resolves.toEqual(expect.any(Number));
+    for (const w of [a, b]) expect((await api.call('destroy_workspace', admin, { workspace_id: w.id, user_id: user })).status).toBe(200);
+    await waitFor('no claimed holder left', async () => ((await rows()).every((r) => r.workspace_id === null) ? true : undefined), 120_000, 250);
   });
 
   it('the reconciler removes a holder whose claimant is gone and keeps the free ones', async () => {

@@ -6,7 +6,7 @@ import { randomSecret } from '@ws/common';
 import { ImagesService } from '@ws/images';
 import { ServersService } from '@ws/servers';
 import { ZonesService } from '@ws/zones';
-import { desktopImage, localDocker, TestApi, TestKey, waitFor } from './harness';
+import { desktopImage, localDocker, tcpProbeCommand, TestApi, TestKey, waitFor } from './harness';
 
 /**
  * Workspaces are hardened and isolated, on the real engine with the reference image: no-new-privileges, no
@@ -50,8 +50,7 @@ describe('workspace isolation', () => {
     api.call('exec_command_workspace', admin, { workspace_id: workspaceId, user_id: userId, exec_config: { cmd, ...(user ? { user } : {}) }, wait: true, timeout_seconds: 30 });
 
   /** "open" when a TCP connection to host:port succeeds within 5 s, else bash's reason (refused, no route, timeout). */
-  const probeCommand = (host: string, port: number) =>
-    `timeout 5 bash -c 'exec 3<>/dev/tcp/${host}/${port} && echo open' 2>&1; echo "exit=$?"`;
+  const probeCommand = tcpProbeCommand;
   const probeFrom = async (workspaceId: string, host: string, port: number) => {
     const res = await exec(workspaceId, probeCommand(host, port));
     expect(res.status).toBe(200);
