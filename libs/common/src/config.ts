@@ -7,6 +7,9 @@ const toBool = ({ value }: { value: unknown }) => (value === 'true' || value ===
 /** A key variable: empty (the feature's default) or at least 32 characters. */
 const IsEmptyOrSecret = () =>
   ValidateBy({ name: 'isEmptyOrLong', validator: { validate: (v: unknown) => v === '' || (typeof v === 'string' && v.length >= 32), defaultMessage: () => 'must be empty or at least 32 characters' } });
+/** An image setting: empty, or a Docker image reference (repository, optional tag, optional digest). */
+const IsEmptyOrImageReference = () =>
+  Matches(/^([a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_.-]{1,128})?(@sha256:[a-f0-9]{64})?)?$/, { message: 'must be empty or a Docker image reference' });
 /** The license feature names (libs/licensing LICENSE_FEATURES, which this library cannot import). */
 const LICENSE_FEATURE = '(auto_scaling|branding|session_staging|session_casting|log_forwarding|developer_api|inject_ssh_keys|saml|ldap|session_sharing|login_banner|url_categorization|usage_limit)';
 
@@ -104,14 +107,14 @@ export class AppConfig {
    * ssh) and relay native RDP clients: the reference desktop image (npm start and npm test set its tag). Empty: RDP and
    * SSH server images cannot be requested (VNC servers need no container).
    */
-  @Matches(/^([a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_.-]{1,128})?(@sha256:[a-f0-9]{64})?)?$/, { message: 'must be empty or a Docker image reference' })
+  @IsEmptyOrImageReference()
   SERVER_BRIDGE_IMAGE = '';
   /**
    * Docker image of the egress sidecars (issue 21): a workspace that joined a gateway whose provider runs in a sidecar
    * (key_pair_tunnel: WireGuard) gets one, and its container joins the sidecar's network namespace. npm start and
    * npm test build it (scripts/build-egress-image.sh). Empty: such launches fail with a message that says so.
    */
-  @Matches(/^([a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_.-]{1,128})?(@sha256:[a-f0-9]{64})?)?$/, { message: 'must be empty or a Docker image reference' })
+  @IsEmptyOrImageReference()
   EGRESS_IMAGE = '';
   /**
    * Network holders per server and port set (docs/decisions/workspaces.md, "Network holders"): small containers kept
@@ -120,7 +123,7 @@ export class AppConfig {
    */
   @Transform(toInt) @IsInt() @Min(0) @Max(64) NETWORK_POOL_SIZE = 0;
   /** The image network holders run (`sleep infinity`, nothing else); empty: EGRESS_IMAGE. Neither set: no holders. */
-  @Matches(/^([a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_.-]{1,128})?(@sha256:[a-f0-9]{64})?)?$/, { message: 'must be empty or a Docker image reference' })
+  @IsEmptyOrImageReference()
   NETWORK_POOL_IMAGE = '';
   /**
    * Docker network of bridge and relay containers. Not the isolated workspace network: they exist to reach servers on

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { Injectable } from '@nestjs/common';
 import * as tar from 'tar-stream';
-import { ContainerNotFoundError, ContainerState, DockerHost, egressSidecarNameFor, ensureWorkspaceNetwork, networkExists, WORKSPACE_NETWORK, WorkspaceContainerSpec } from '@ws/agent';
+import { ContainerNotFoundError, ContainerState, DockerHost, egressSidecarNameFor, ensureWorkspaceNetwork, LABELS, networkExists, WORKSPACE_NETWORK, WorkspaceContainerSpec } from '@ws/agent';
 import { AppConfig } from '@ws/common';
 import type { EgressSidecarFiles } from '@ws/egress';
 import { PermanentFailure } from '@ws/queue';
@@ -23,8 +23,6 @@ const TIMEOUT_REASON: Record<string, string> = {
   mesh_network: 'no handshake with the exit node: the endpoint is unreachable or refused the node\'s certificate',
   custom: 'the command did not bring its interface up',
 };
-/** Marks the sidecar among the workspace's containers (both carry the workspace and deployment labels). */
-export const EGRESS_ROLE_LABEL = 'workspace-server.role';
 
 /**
  * A workspace's egress sidecar (docs/decisions/egress.md, "Egress for real (issue 21)"): a container of EGRESS_IMAGE
@@ -49,7 +47,7 @@ export class EgressSidecars {
       if (err instanceof ContainerNotFoundError) return null;
       throw err;
     });
-    if (existing?.running && existing.labels[EGRESS_ROLE_LABEL] === 'egress') {
+    if (existing?.running && existing.labels[LABELS.role] === 'egress') {
       await this.waitForTunnel(host, existing.id, sidecar, signal);
       return existing;
     }
@@ -68,7 +66,7 @@ export class EgressSidecars {
   private specOf(workspace: Workspace, ws: WorkspaceContainerSpec): WorkspaceContainerSpec {
     return {
       name: egressSidecarNameFor(workspace.id), image: this.config.EGRESS_IMAGE, cores: 0.5, memoryBytes: SIDECAR_MEMORY, env: {},
-      labels: { ...ws.labels, [EGRESS_ROLE_LABEL]: 'egress' }, ports: ws.ports, publishHost: ws.publishHost, network: ws.network,
+      labels: { ...ws.labels, [LABELS.role]: 'egress' }, ports: ws.ports, publishHost: ws.publishHost, network: ws.network,
       user: '0', capAdd: ['NET_ADMIN'], noNewPrivileges: true, init: true, pidsLimit: 128,
       devices: [{ pathOnHost: '/dev/net/tun', pathInContainer: '/dev/net/tun', cgroupPermissions: 'rwm' }],
       // Healthy while the sidecar's status says `up`: EgressTunnelHealth reads it with an inspect (no exec of ours).

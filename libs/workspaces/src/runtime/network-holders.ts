@@ -5,15 +5,15 @@ import { DataSource, EntityManager } from 'typeorm';
 import {
   ContainerNotFoundError, ContainerSummary, DockerHost, DockerHosts, ensureWorkspaceNetwork, LABELS, parseRunConfig, portsFromAttributes, WORKSPACE_NETWORK, WorkspaceContainerSpec,
 } from '@ws/agent';
-import { AppConfig } from '@ws/common';
+import { addressList, AppConfig } from '@ws/common';
 import { rawQuery } from '@ws/database';
 import { ImagesService } from '@ws/images';
 import { JobProducer } from '@ws/queue';
 import type { Server } from '@ws/servers';
+import { LIVE_STATUSES } from '../workspace.entity';
 
-/** Marks a network holder among the deployment's containers (the workspace label is absent: a holder is no one's until claimed). */
-export const HOLDER_ROLE_LABEL = 'workspace-server.role';
-export const HOLDER_ROLE = 'network-holder';
+/** A network holder's role (LABELS.role) among the deployment's containers: it has no workspace label, being no one's until claimed. */
+const HOLDER_ROLE = 'network-holder';
 const HOLDER_KEY_LABEL = 'workspace-server.pool-key';
 /** A holder container without a row this old was made by a fill that died before recording it. */
 const UNRECORDED_GRACE_MS = 60_000;
@@ -79,35 +79,35 @@ export class NetworkHolders {
     const host = this.hosts.get(server);
     let [row]: Array<HolderRow | undefined> = await rawQuery<HolderRow>(this.db, 'SELECT * FROM network_holders WHERE workspace_id = $1', [workspaceId]);
     let claimed = false;
-    for (let tries = 0; tries < MAX_CLAIM_TRIES; tries++) {
-      if (!row) {
-        [row] = await rawQuery<HolderRow>(
-          this.db,
-          `UPDATE network_holders SET workspace_id = $1, claimed_at = now()
-            WHERE id = (SELECT id FROM network_holders WHERE server_id = $2 AND pool_key = $3 AND workspace_id IS NULL ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-            RETURNING *`,
-          [workspaceId, server.id, key],
+    try {
+      for (let tries = 0; tries < MAX_CLAIM_TRIES; tries++) {
+        if (!row) {
+          [row] = await rawQuery<HolderRow>(
+            this.db,
+            `UPDATE network_holders SET workspace_id = $1, claimed_at = now()
+              WHERE id = (SELECT id FROM network_holders WHERE server_id = $2 AND pool_key = $3 AND workspace_id IS NULL ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+              RETURNING *`,
+            [workspaceId, server.id, key],
+          );
+          if (!row) return null;
+          claimed = true;
+        }
+        const running = await host.inspect(row.container_id).then(
+          (state) => state.running,
+          (err) => {
+            if (err instanceof ContainerNotFoundError) return false;
+            throw err; // the launch's retry asks again, and finds this claim
+          },
         );
-        if (!row) break;
-        claimed = true;
+        if (running) return { containerId: row.container_id, ip: row.container_ip, hostPorts: row.host_ports };
+        await this.drop(host, row);
+        row = undefined;
       }
-      const running = await host.inspect(row.container_id).then(
-        (state) => state.running,
-        (err) => {
-          if (err instanceof ContainerNotFoundError) return false;
-          throw err; // the launch's retry asks again, and finds this claim
-        },
-      );
-      if (running) {
-        if (claimed) await this.refillSoon(server.id);
-        return { containerId: row.container_id, ip: row.container_ip, hostPorts: row.host_ports };
-      }
-      await host.remove(row.container_id);
-      await rawQuery(this.db, 'DELETE FROM network_holders WHERE id = $1', [row.id]);
-      row = undefined;
+      return null;
+    } finally {
+      // A holder left the pool, however this ended.
+      if (claimed) await this.refillSoon(server.id);
     }
-    if (claimed) await this.refillSoon(server.id);
-    return null;
   }
 
   /**
@@ -123,12 +123,15 @@ export class NetworkHolders {
   }
 
   /** Removes the workspace's holder (after its container: nothing may still be in the namespace) and its row. */
-  async release(workspaceId: string, server: Pick<Server, 'id' | 'hostname' | 'dockerEndpoint'> | null): Promise<void> {
+  async release(workspaceId: string, server: Server): Promise<void> {
     const rows = await rawQuery<HolderRow>(this.db, 'SELECT * FROM network_holders WHERE workspace_id = $1', [workspaceId]);
-    for (const row of rows) {
-      if (server) await this.hosts.get(server as Server).remove(row.container_id);
-      await rawQuery(this.db, 'DELETE FROM network_holders WHERE id = $1', [row.id]);
-    }
+    for (const row of rows) await this.drop(this.hosts.get(server), row);
+  }
+
+  /** A holder's container removed, then its row (a row never outlives a holder that may still run). */
+  private async drop(host: DockerHost, row: Pick<HolderRow, 'id' | 'container_id'>): Promise<void> {
+    await host.remove(row.container_id);
+    await rawQuery(this.db, 'DELETE FROM network_holders WHERE id = $1', [row.id]);
   }
 
   /**
@@ -212,22 +215,22 @@ export class NetworkHolders {
    * no longer live, rows whose container is gone, and holder containers no row records (a fill died between making
    * and recording one). Free holders stay.
    */
-  async sweep(server: Server, containers: ContainerSummary[], liveWorkspaceIds: Set<string>): Promise<number> {
+  async sweep(server: Server, containers: ContainerSummary[]): Promise<number> {
     const host = this.hosts.get(server);
-    // Only rows older than the grace: one made after the listing is not in it, yet not gone.
-    const rows = await rawQuery<HolderRow & { settled: boolean }>(
+    // Only rows older than the grace can be gone: one made after the listing is not in it, yet runs.
+    const rows = await rawQuery<HolderRow & { settled: boolean; abandoned: boolean }>(
       this.db,
-      `SELECT *, created_at < now() - $2 * interval '1 millisecond' AS settled FROM network_holders WHERE server_id = $1`,
-      [server.id, UNRECORDED_GRACE_MS],
+      `SELECT h.*, h.created_at < now() - $2 * interval '1 millisecond' AS settled,
+              (h.workspace_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM workspaces w WHERE w.id = h.workspace_id AND w.status = ANY($3))) AS abandoned
+         FROM network_holders h WHERE h.server_id = $1`,
+      [server.id, UNRECORDED_GRACE_MS, LIVE_STATUSES],
     );
     const present = new Map(containers.filter(isHolder).map((c) => [c.id, c]));
     let removed = 0;
     for (const row of rows) {
       const gone = row.settled && present.get(row.container_id)?.state !== 'running';
-      const abandoned = row.workspace_id !== null && !liveWorkspaceIds.has(row.workspace_id);
-      if (!gone && !abandoned) continue;
-      await host.remove(row.container_id);
-      await rawQuery(this.db, 'DELETE FROM network_holders WHERE id = $1', [row.id]);
+      if (!gone && !row.abandoned) continue;
+      await this.drop(host, row);
       removed++;
     }
     const recorded = new Set(rows.map((r) => r.container_id));
@@ -249,7 +252,7 @@ export class NetworkHolders {
       cores: 0.1,
       memoryBytes: HOLDER_MEMORY,
       env: {},
-      labels: { [LABELS.deploymentId]: this.config.DEPLOYMENT_ID, [HOLDER_ROLE_LABEL]: HOLDER_ROLE, [HOLDER_KEY_LABEL]: key },
+      labels: { [LABELS.deploymentId]: this.config.DEPLOYMENT_ID, [LABELS.role]: HOLDER_ROLE, [HOLDER_KEY_LABEL]: key },
       ports,
       publishHost: server.publishHost || '127.0.0.1',
       network: WORKSPACE_NETWORK.name,
@@ -281,7 +284,7 @@ export class NetworkHolders {
       if (image.restrictToServer && image.serverId !== server.id) continue;
       let run;
       try {
-        run = parseRunConfig(image.runConfig, this.config.WORKSPACE_SECURITY_OPTS_ALLOWED.split(',').map((o) => o.trim()).filter(Boolean));
+        run = parseRunConfig(image.runConfig, addressList(this.config.WORKSPACE_SECURITY_OPTS_ALLOWED));
       } catch {
         continue; // a launch of it fails on its own; nothing to hold for it
       }
@@ -296,7 +299,7 @@ export class NetworkHolders {
 
 /** A holder container of the pool (claimed or free), as the reconciler lists it. */
 export function isHolder(container: Pick<ContainerSummary, 'labels'>): boolean {
-  return container.labels[HOLDER_ROLE_LABEL] === HOLDER_ROLE;
+  return container.labels[LABELS.role] === HOLDER_ROLE;
 }
 
 /**

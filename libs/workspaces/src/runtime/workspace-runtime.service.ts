@@ -168,9 +168,7 @@ export class WorkspaceRuntime {
         continue;
       }
       const ids = containers.map((c) => c.labels[LABELS.workspaceId]).filter((id): id is string => !!id);
-      const claimants = await rawQuery<{ workspace_id: string }>(this.workspaces.manager.connection, 'SELECT workspace_id FROM network_holders WHERE server_id = $1 AND workspace_id IS NOT NULL', [server.id]);
-      const asked = [...ids, ...claimants.map((c) => c.workspace_id)];
-      const live = new Set((await this.workspaces.find({ where: { id: In(asked), status: In(LIVE_STATUSES) }, select: { id: true } })).map((w) => w.id));
+      const live = new Set((await this.workspaces.find({ where: { id: In(ids), status: In(LIVE_STATUSES) }, select: { id: true } })).map((w) => w.id));
       for (const container of containers) {
         if (isHolder(container)) continue; // the holders' own sweep below
         if (!live.has(container.labels[LABELS.workspaceId] ?? '')) {
@@ -178,7 +176,7 @@ export class WorkspaceRuntime {
           removed++;
         }
       }
-      removed += await this.holders.sweep(server, containers, live);
+      removed += await this.holders.sweep(server, containers);
       const present = new Set(ids);
       for (const w of runningBefore.filter((r) => !present.has(r.id))) {
         if (await this.lifecycle.fail(w.id, 'running', 'The workspace container vanished from its server')) vanished++;
