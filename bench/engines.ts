@@ -7,6 +7,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { INestApplicationContext } from '@nestjs/common';
+import { DataSource } from 'typeorm';
 import { waitForRfb, WORKSPACE_NETWORK } from '@ws/agent';
 import { SecondEngine } from '../test/e2e/second-engine';
 import { BenchAuth, destroyAll, launchAll, placementSplit, until } from './harness';
@@ -98,6 +99,11 @@ export async function bareBurst(image: string, engines: BenchEngine[], count: nu
 export interface NetworkPoolWatch {
   size: number;
   rows: () => Promise<Array<{ container_id: string; workspace_id: string | null }>>;
+}
+
+/** The network holders of the deployment `app` runs (NETWORK_POOL_SIZE `size` per engine), for untilNoContainers. */
+export function networkPoolOf(app: INestApplicationContext, size: number): NetworkPoolWatch {
+  return { size, rows: () => app.get(DataSource).query('SELECT container_id, workspace_id FROM network_holders') };
 }
 
 /**

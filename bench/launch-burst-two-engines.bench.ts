@@ -10,11 +10,10 @@
  * integrator's side, as the bench did before 2026-11-28).
  */
 import 'reflect-metadata';
-import { DataSource } from 'typeorm';
 import { resolve } from 'node:path';
 import { SecondEngine } from '../test/e2e/second-engine';
 import { WorkerProcess } from '../test/e2e/worker-processes';
-import { BENCH_SERVER_CAPACITY, BURST_FOLLOW, burstLine, compareBursts, LOCAL_ENGINE, registerSecondEngine } from './engines';
+import { BENCH_SERVER_CAPACITY, BURST_FOLLOW, burstLine, compareBursts, LOCAL_ENGINE, networkPoolOf, registerSecondEngine } from './engines';
 import { cleanUpOnSignal, createUsers, desktopImage, registerLocalDesktop, startBenchApi } from './harness';
 
 const BURST = Number(process.env.BENCH_BURST_TWO ?? 16);
@@ -57,7 +56,7 @@ async function main(): Promise<void> {
     const comparison = await compareBursts({
       base, auth, userIds, imageId: img.id, image, deploymentId: bench.settings.DEPLOYMENT_ID,
       engines: [LOCAL_ENGINE, second.engine], resources: { cores: CORES, memoryMb: MEMORY_MB }, rounds: ROUNDS, pollMs: POLL_MS, follow: BURST_FOLLOW,
-      pool: { size: NETWORK_POOL, rows: () => bench.api.get(DataSource).query('SELECT container_id, workspace_id FROM network_holders') },
+      pool: networkPoolOf(bench.api, NETWORK_POOL),
     });
     console.log(`\nburst of ${BURST} launches over two engines on this machine (${image}, ${CORES} core, ${MEMORY_MB} MiB each; the worker ${WORKER_SHAPE === 'process' ? 'in a process of its own' : 'in the api\'s process'}; image copied to the second in ${(second.copyMs / 1000).toFixed(1)} s; ${ROUNDS} rounds, median)`);
     console.log(burstLine(BURST, comparison));

@@ -5,8 +5,7 @@
  * bench/launch-burst-two-engines.bench.ts is the same over two engines.
  */
 import 'reflect-metadata';
-import { DataSource } from 'typeorm';
-import { BURST_FOLLOW, burstLine, compareBursts, LOCAL_ENGINE } from './engines';
+import { BURST_FOLLOW, burstLine, compareBursts, LOCAL_ENGINE, networkPoolOf } from './engines';
 import { createUsers, desktopImage, registerLocalDesktop, startBenchApi } from './harness';
 
 const BURST = Number(process.env.BENCH_BURST ?? 8);
@@ -27,7 +26,7 @@ async function main(): Promise<void> {
     const comparison = await compareBursts({
       base, auth, userIds, imageId: img.id, image, deploymentId: bench.settings.DEPLOYMENT_ID,
       engines: [LOCAL_ENGINE], resources: { cores: CORES, memoryMb: MEMORY_MB }, rounds: ROUNDS, pollMs: POLL_MS, follow: BURST_FOLLOW,
-      pool: { size: NETWORK_POOL, rows: () => bench.api.get(DataSource).query('SELECT container_id, workspace_id FROM network_holders') },
+      pool: networkPoolOf(bench.api, NETWORK_POOL),
     });
     console.log(`\nburst of ${BURST} launches (${image}, ${CORES} core, ${MEMORY_MB} MiB each; ${ROUNDS} rounds, median)`);
     console.log(burstLine(BURST, comparison));

@@ -13,9 +13,9 @@
  */
 import 'reflect-metadata';
 import { execFileSync } from 'node:child_process';
-import { DataSource } from 'typeorm';
 import { waitForRfb, WORKSPACE_NETWORK } from '@ws/agent';
-import { deploymentContainers, desktopImage, post, registerLocalDesktop, startBenchApi, until } from './harness';
+import { LOCAL_ENGINE, networkPoolOf, untilNoContainers } from './engines';
+import { desktopImage, post, registerLocalDesktop, startBenchApi } from './harness';
 import { LifecycleWebhook } from './lifecycle-webhook';
 import { median, percentile, row } from './stats';
 
@@ -59,20 +59,11 @@ async function main(): Promise<void> {
     const bare: number[] = [];
     const bareOnWorkspaceNetwork: number[] = [];
     let timeouts = 0;
-    const db = bench.api.get(DataSource);
-    /**
-     * No container of the deployment but the free network holders, all recorded and as many as kept: no workspace is
-     * being removed and no holder being made (one being made is a container without its row yet).
-     */
-    const quiet = async () => {
-      const rows: Array<{ container_id: string; workspace_id: string | null }> = await db.query('SELECT container_id, workspace_id FROM network_holders');
-      const holders = rows.map((r) => r.container_id.slice(0, 12));
-      const others = deploymentContainers(bench.settings.DEPLOYMENT_ID).filter((id) => !holders.includes(id.slice(0, 12)));
-      return others.length === 0 && rows.length === NETWORK_POOL && rows.every((r) => r.workspace_id === null) ? true : undefined;
-    };
+    // Before each measurement: no container of the deployment but a full pool of free holders (none being made).
+    const quiet = () => untilNoContainers(bench.settings.DEPLOYMENT_ID, [LOCAL_ENGINE], 60_000, networkPoolOf(bench.api, NETWORK_POOL));
     const destroy = async (workspaceId: string) => {
       await post(base, 'destroy_workspace', { ...auth, user_id: user.user_id, workspace_id: workspaceId });
-      await until('the destroyed workspace\'s containers gone and the network pool full', quiet, 60_000);
+      await quiet();
     };
     /** request_workspace until its workspace.running webhook arrives; null when no event came in time. */
     const followedByWebhook = async (): Promise<number | null> => {
@@ -88,7 +79,7 @@ async function main(): Promise<void> {
       }
     };
     await bareDockerRun(image); // warm the page cache for both sides
-    await until('the network pool full', quiet, 60_000);
+    await quiet();
     for (let round = 0; round < ROUNDS; round++) {
       const followed = await followedByWebhook();
       if (followed === null) timeouts++;
