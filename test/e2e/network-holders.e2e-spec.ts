@@ -49,6 +49,19 @@ describe('network holders: a launch joins a namespace made in advance', () => {
       return free.every((r) => running.has(r.container_id)) ? free : undefined;
     }, 120_000, 250);
 
+  const createUser = async (username: string) => (await api.call('create_user', admin, { target_user: { username } })).body.user.user_id as string;
+  /** request_workspace for `userId` until get_workspace_status says running: its id and the status's workspace. */
+  const launchRunning = async (userId: string) => {
+    const requested = await api.call('request_workspace', admin, { user_id: userId, image_id: imageId, enable_sharing: false });
+    expect(requested.status).toBe(200);
+    const id = requested.body.workspace_id as string;
+    const workspace = await waitFor('the workspace running', async () => {
+      const status = await api.call('get_workspace_status', admin, { workspace_id: id, user_id: userId, skip_agent_check: true });
+      return status.body.workspace?.operational_status === 'running' ? status.body.workspace : undefined;
+    }, 180_000, 250);
+    return { id, workspace };
+  };
+
   it('fills the pool with running holders that publish the image\'s ports on loopback', async () => {
     await runtime.fillNetworkPools();
     const free = await poolOf(2);
@@ -64,14 +77,8 @@ describe('network holders: a launch joins a namespace made in advance', () => {
 
   it('a launch joins a free holder\'s namespace, runs its desktop there, and the pool refills; destroy removes the holder', async () => {
     const before = new Set((await poolOf(2)).map((r) => r.container_id));
-    const user = (await api.call('create_user', admin, { target_user: { username: 'holder-user' } })).body.user.user_id as string;
-    const launch = await api.call('request_workspace', admin, { user_id: user, image_id: imageId, enable_sharing: false });
-    expect(launch.status).toBe(200);
-    const workspaceId = launch.body.workspace_id as string;
-    const running = await waitFor('the workspace running', async () => {
-      const status = await api.call('get_workspace_status', admin, { workspace_id: workspaceId, user_id: user, skip_agent_check: true });
-      return status.body.workspace?.operational_status === 'running' ? status.body.workspace : undefined;
-    }, 180_000, 250);
+    const user = await createUser('holder-user');
+    const { id: workspaceId, workspace: running } = await launchRunning(user);
 
     const [claimed] = (await rows()).filter((r) => r.workspace_id === parseId(workspaceId));
     expect(before.has(claimed.container_id)).toBe(true);
@@ -98,15 +105,10 @@ describe('network holders: a launch joins a namespace made in advance', () => {
 
   it('a workspace in a holder is as isolated as any: no other workspace, no host service; the host still streams it', async () => {
     await poolOf(2);
-    const user = (await api.call('create_user', admin, { target_user: { username: 'holder-iso' } })).body.user.user_id as string;
+    const user = await createUser('holder-iso');
     const launch = async () => {
-      const requested = await api.call('request_workspace', admin, { user_id: user, image_id: imageId, enable_sharing: false });
-      expect(requested.status).toBe(200);
-      const id = requested.body.workspace_id as string;
-      return waitFor('the workspace running', async () => {
-        const status = await api.call('get_workspace_status', admin, { workspace_id: id, user_id: user, skip_agent_check: true });
-        return status.body.workspace?.operational_status === 'running' ? { id, ip: status.body.workspace.container_ip as string, port: status.body.workspace.port as number } : undefined;
-      }, 180_000, 250);
+      const { id, workspace } = await launchRunning(user);
+      return { id, ip: workspace.container_ip as string, port: workspace.port as number };
     };
     const [a, b] = await Promise.all([launch(), launch()]);
     expect((await rows()).filter((r) => r.workspace_id !== null).map((r) => r.workspace_id).sort()).toEqual([parseId(a.id), parseId(b.id)].sort());
@@ -150,14 +152,8 @@ describe('network holders: a launch joins a namespace made in advance', () => {
   it('a launch that finds the oldest free holder stopped removes it and takes the next', async () => {
     const [stopped, next] = await poolOf(2);
     await localDocker().stop(stopped.container_id, 0);
-    const user = (await api.call('create_user', admin, { target_user: { username: 'holder-user-2' } })).body.user.user_id as string;
-    const launch = await api.call('request_workspace', admin, { user_id: user, image_id: imageId, enable_sharing: false });
-    expect(launch.status).toBe(200);
-    const workspaceId = launch.body.workspace_id as string;
-    await waitFor('the workspace running', async () => {
-      const status = await api.call('get_workspace_status', admin, { workspace_id: workspaceId, user_id: user, skip_agent_check: true });
-      return status.body.workspace?.operational_status === 'running' ? true : undefined;
-    }, 180_000, 250);
+    const user = await createUser('holder-user-2');
+    const { id: workspaceId } = await launchRunning(user);
     const claimed = (await rows()).find((r) => r.workspace_id === parseId(workspaceId));
     expect(claimed?.container_id).toBe(next.container_id);
     expect((await rows()).some((r) => r.container_id === stopped.container_id)).toBe(false);
