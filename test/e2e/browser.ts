@@ -55,8 +55,10 @@ export async function openClientPage(page: Page, to: string | { from: string; cl
         await page.goto(to);
       }
     };
+    // A load cut off by the network change fails with net::ERR_…, or, when Chromium shows its error page first, as a
+    // navigation "interrupted by another navigation to chrome-error://chromewebdata/".
     const load = () => navigate().catch((err: Error) => {
-      if (!/net::ERR_/.test(err.message)) throw err;
+      if (!/net::ERR_|interrupted by another navigation to "chrome-error:/.test(err.message)) throw err;
       failed.push(err.message.split('\n')[0]);
     });
     await load();
