@@ -3,11 +3,9 @@
  * measured in the same run: an uncached indexed lookup per request, and a bcrypt check (a slow hash).
  */
 import 'reflect-metadata';
-import type { ExecutionContext } from '@nestjs/common';
-import { Reflector } from '@nestjs/core';
 import * as bcrypt from 'bcryptjs';
 import { DataSource } from 'typeorm';
-import { ApiKeyAuthenticator, ApiKeysService, AuthRateLimiter, OPERATION_KEY, OperationGuard } from '@ws/auth';
+import { ApiKeyAuthenticator, ApiKeysService, OperationAuthorizer } from '@ws/auth';
 import { randomSecret, sha256 } from '@ws/common';
 import { startBenchApi } from './harness';
 
@@ -20,12 +18,9 @@ async function perCallMicros(calls: number, fn: () => Promise<unknown>): Promise
   return Number(process.hrtime.bigint() - start) / 1000 / calls;
 }
 
-/** What the global guard sees for `get_users` with these credentials (the guard itself runs, failure-limit checks included). */
-function operationContext(apiKey: string, secret: string): ExecutionContext {
-  const handler = () => undefined;
-  Reflect.defineMetadata(OPERATION_KEY, 'get_users', handler);
-  const request = { ip: '127.0.0.1', headers: {}, body: { api_key: apiKey, api_key_secret: secret } };
-  return { getHandler: () => handler, getClass: () => Object, switchToHttp: () => ({ getRequest: () => request }) } as unknown as ExecutionContext;
+/** What the operation routes hand the authorizer for `get_users` with these credentials (failure-limit checks included). */
+function operationRequest(apiKey: string, secret: string) {
+  return { ip: '127.0.0.1', headers: {}, body: { api_key: apiKey, api_key_secret: secret } };
 }
 
 async function main(): Promise<void> {
@@ -36,10 +31,10 @@ async function main(): Promise<void> {
     const authenticator = api.get(ApiKeyAuthenticator);
     const db = api.get(DataSource);
     const cached = await perCallMicros(N, () => authenticator.authenticate(key.apiKey, secret));
-    const guard = new OperationGuard(api.get(Reflector), authenticator, api.get(AuthRateLimiter));
-    const context = operationContext(key.apiKey, secret);
-    const guarded = await perCallMicros(N, () => guard.canActivate(context));
-    // An unknown key is refused from memory after its first miss (the authenticator alone: the guard would also count the failure).
+    const authorizer = api.get(OperationAuthorizer);
+    const request = operationRequest(key.apiKey, secret);
+    const guarded = await perCallMicros(N, async () => authorizer.authorize('get_users', request));
+    // An unknown key is refused from memory after its first miss (the authenticator alone: the whole check would also count the failure).
     const unknownKey = randomSecret(16);
     const unknown = await perCallMicros(Math.min(N, 2000), () => authenticator.authenticate(unknownKey, secret).catch(() => undefined));
     const lookup = await perCallMicros(Math.min(N, 2000), async () => {
@@ -50,7 +45,7 @@ async function main(): Promise<void> {
     const slowHash = await perCallMicros(20, () => bcrypt.compare(secret, hashed));
     console.log(`\nAPI-key authentication per request (${N} calls)`);
     console.log(`cached authenticator                          ${cached.toFixed(2).padStart(10)} µs`);
-    console.log(`whole guard (failure-limit checks, no Redis)  ${guarded.toFixed(2).padStart(10)} µs   (${(guarded / cached).toFixed(2)}× the authenticator)`);
+    console.log(`whole check (limits, permissions, no Redis)   ${guarded.toFixed(2).padStart(10)} µs   (${(guarded / cached).toFixed(2)}× the authenticator)`);
     console.log(`unknown api_key, remembered miss              ${unknown.toFixed(2).padStart(10)} µs`);
     console.log(`baseline: indexed lookup per request          ${lookup.toFixed(2).padStart(10)} µs   (${(lookup / cached).toFixed(0)}× slower; ${(lookup / unknown).toFixed(0)}× a remembered miss)`);
     console.log(`baseline: bcrypt cost 10 per request          ${slowHash.toFixed(2).padStart(10)} µs   (${(slowHash / cached).toFixed(0)}× slower)`);

@@ -70,7 +70,20 @@ export class ApiKeyAuthenticator implements OnModuleInit {
   }
 
   async authenticate(apiKey: string, secret: string, now = Date.now()): Promise<Caller> {
-    const entry = await this.load(apiKey, now);
+    return this.check(await this.load(apiKey, now), secret, now);
+  }
+
+  /**
+   * authenticate for a key held in memory, without a promise (the usual case of every operation); undefined when
+   * the key must be read first.
+   */
+  cachedCaller(apiKey: string, secret: string, now = Date.now()): Caller | undefined {
+    const cached = this.cache.get(apiKey);
+    if (!cached || !this.notifications.listening || now - cached.loadedAt >= CACHE_TTL_MS) return undefined;
+    return this.check(cached, secret, now);
+  }
+
+  private check(entry: Cached | null, secret: string, now: number): Caller {
     const presented = Buffer.from(sha256(secret), 'hex');
     if (!entry || !timingSafeEqual(presented, entry.secret)) {
       throw new KeyAuthenticationError('Invalid api_key or api_key_secret', entry !== null);

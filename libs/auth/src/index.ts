@@ -13,7 +13,7 @@ export { IDEMPOTENCY_HEADER, IDEMPOTENT_REPLAYED_HEADER, isFinalAnswer, isIdempo
 export { JwtSigner } from './jwt-signer';
 export type { SessionClaims } from './jwt-signer';
 export { CurrentCaller, OPERATION_KEY, Operation, PublicRoute } from './operation.decorator';
-export { OperationGuard } from './operation.guard';
+export { OperationAuthorizer, OperationGuard } from './operation.guard';
 export { OperatorAuthenticator } from './operator-authenticator';
 export type { OperatorRequest } from './operator-authenticator';
 export { OPERATIONS } from './operations';

@@ -2,11 +2,11 @@ import { ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { ApiError, AppConfig, ErrorCode, loadConfig, randomSecret } from '@ws/common';
 import { RedisConnections } from '@ws/queue';
-import type { ApiKeyAuthenticator } from './api-key-authenticator';
+import { type ApiKeyAuthenticator, KeyAuthenticationError } from './api-key-authenticator';
 import { AuthRateLimiter } from './auth-rate-limiter';
 import type { Caller } from './caller';
 import { OPERATION_KEY, PUBLIC_ROUTE_KEY } from './operation.decorator';
-import { OperationGuard } from './operation.guard';
+import { OperationAuthorizer, OperationGuard } from './operation.guard';
 
 function contextFor(metadata: Record<string, unknown>, body: unknown = {}): ExecutionContext {
   const handler = () => undefined;
@@ -25,13 +25,15 @@ const config: AppConfig = Object.assign(loadConfig(), { REDIS_PREFIX: `guard-spe
 const redis = new RedisConnections(config);
 const limiter = new AuthRateLimiter(redis, config);
 afterAll(() => redis.onApplicationShutdown());
-const guardWith = (c: Caller) => new OperationGuard(new Reflector(), { authenticate: async () => c, isCached: () => true } as unknown as ApiKeyAuthenticator, limiter);
+// Nothing held in memory: every check takes authenticate's path.
+const guardOf = (authenticator: Partial<ApiKeyAuthenticator>) => new OperationGuard(new Reflector(), new OperationAuthorizer({ cachedCaller: () => undefined, isCached: () => true, ...authenticator } as ApiKeyAuthenticator, limiter));
+const guardWith = (c: Caller) => guardOf({ authenticate: async () => c });
 const creds = { api_key: 'a', api_key_secret: 's' };
 
 describe('OperationGuard', () => {
   it('refuses a route that declares neither an operation nor a public route, without authenticating', async () => {
     const authenticate = jest.fn();
-    const guard = new OperationGuard(new Reflector(), { authenticate } as unknown as ApiKeyAuthenticator, limiter);
+    const guard = guardOf({ authenticate });
     await expect(guard.canActivate(contextFor({}, creds))).rejects.toEqual(new ApiError(ErrorCode.Forbidden, 'This route declares no permissions and is refused'));
     expect(authenticate).not.toHaveBeenCalled();
   });
@@ -52,5 +54,18 @@ describe('OperationGuard', () => {
 
   it('asks for credentials when there are none', async () => {
     await expect(guardWith(caller(['Global Admin'])).canActivate(contextFor({ [OPERATION_KEY]: 'get_users' }))).rejects.toThrow('Missing api_key and api_key_secret');
+  });
+
+  it('answers for a key held in memory without a promise, and refuses a wrong secret for it with a 401', async () => {
+    const held = caller(['Users View']);
+    const request = { body: creds, headers: {}, ip: '127.0.0.9' };
+    const fromMemory = new OperationAuthorizer({ cachedCaller: () => held } as unknown as ApiKeyAuthenticator, limiter);
+    expect(fromMemory.authorize('get_users', request)).toBe(held);
+    expect(() => fromMemory.authorize('create_user', request)).toThrow('Missing permissions');
+    const wrongSecret = () => {
+      throw new KeyAuthenticationError('Invalid api_key or api_key_secret', true);
+    };
+    const refusing = new OperationAuthorizer({ cachedCaller: wrongSecret } as unknown as ApiKeyAuthenticator, limiter);
+    await expect(refusing.authorize('get_users', request)).rejects.toEqual(new ApiError(ErrorCode.Unauthenticated, 'Invalid api_key or api_key_secret'));
   });
 });

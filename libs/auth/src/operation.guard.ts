@@ -18,13 +18,44 @@ export interface RequestLike {
   caller?: Caller;
 }
 
-/** Global guard: closed by default. A route must be an @Operation (key + permissions) or an explicit @PublicRoute. */
+/**
+ * The check every operation passes before its handler: the key (authenticateKey), Read Only against the operation's
+ * writes, and the catalog's permissions. The caller goes onto the request (and its key id into the request's log
+ * fields). The api's operation routes call it directly (apps/api/src/public-api/operation-routes.ts); the guard
+ * below calls it for any other route that declares an operation.
+ */
+@Injectable()
+export class OperationAuthorizer {
+  constructor(
+    private readonly authenticator: ApiKeyAuthenticator,
+    private readonly limiter: AuthRateLimiter,
+  ) {}
+
+  /** The caller, or a promise of it when the key is not held in memory; throws (or rejects) with the refusal. */
+  authorize(operation: OperationName, request: RequestLike): Caller | Promise<Caller> {
+    const caller = authenticateKey(this.authenticator, this.limiter, request);
+    return caller instanceof Promise ? caller.then((found) => this.admit(operation, request, found)) : this.admit(operation, request, caller);
+  }
+
+  private admit(operation: OperationName, request: RequestLike, caller: Caller): Caller {
+    const spec = OPERATIONS[operation];
+    if (spec.writes && caller.readOnly) {
+      throw new ApiError(ErrorCode.Forbidden, `The API key is Read Only and ${operation} writes`);
+    }
+    const missing = missingPermissions(caller.permissions, spec.permissions);
+    if (missing.length) throw forbidden(missing);
+    request.caller = caller;
+    assignLogFields({ api_key_id: toWireId(caller.apiKeyId) });
+    return caller;
+  }
+}
+
+/** Global guard of Nest's routes: closed by default. A route must be an @Operation (key + permissions) or an explicit @PublicRoute. */
 @Injectable()
 export class OperationGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
-    private readonly authenticator: ApiKeyAuthenticator,
-    private readonly limiter: AuthRateLimiter,
+    private readonly authorizer: OperationAuthorizer,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -34,31 +65,18 @@ export class OperationGuard implements CanActivate {
       if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE_KEY, targets)) return true;
       throw new ApiError(ErrorCode.Forbidden, 'This route declares no permissions and is refused');
     }
-    const request = context.switchToHttp().getRequest<RequestLike>();
-    const caller = await this.authenticate(request);
-    const spec = OPERATIONS[operation];
-    if (spec.writes && caller.readOnly) {
-      throw new ApiError(ErrorCode.Forbidden, `The API key is Read Only and ${operation} writes`);
-    }
-    const missing = missingPermissions(caller.permissions, spec.permissions);
-    if (missing.length) throw forbidden(missing);
-    request.caller = caller;
-    assignLogFields({ api_key_id: toWireId(caller.apiKeyId) });
+    await this.authorizer.authorize(operation, context.switchToHttp().getRequest<RequestLike>());
     return true;
-  }
-
-  private authenticate(request: RequestLike): Promise<Caller> {
-    return authenticateKey(this.authenticator, this.limiter, request);
   }
 }
 
 /**
  * A blocked address or key gets 429 before any work. A key held in memory (the usual case) is checked
- * without a Redis round trip; one that would cost a query first asks Redis whether another replica blocked
- * it. Every 401 is counted against the address, and against the key when the key exists. The guard's, and
- * the operator's routes outside Nest (OperatorAuthenticator).
+ * without a Redis round trip, and without a promise; one that would cost a query first asks Redis whether another
+ * replica blocked it. Every 401 is counted against the address, and against the key when the key exists. The
+ * operations', and the operator's routes outside Nest (OperatorAuthenticator).
  */
-export async function authenticateKey(authenticator: ApiKeyAuthenticator, limiter: AuthRateLimiter, request: RequestLike): Promise<Caller> {
+export function authenticateKey(authenticator: ApiKeyAuthenticator, limiter: AuthRateLimiter, request: RequestLike): Caller | Promise<Caller> {
   const address = request.ip ?? '';
   let apiKey: string | undefined;
   try {
@@ -66,11 +84,25 @@ export async function authenticateKey(authenticator: ApiKeyAuthenticator, limite
     const credentials = readCredentials(request);
     apiKey = credentials.apiKey;
     limiter.assertNotBlockedHere({ address, apiKey });
-    if (!authenticator.isCached(apiKey)) await limiter.assertNotBlocked({ address, apiKey });
-    return await authenticator.authenticate(apiKey, credentials.secret);
+    return authenticator.cachedCaller(apiKey, credentials.secret) ?? authenticateUncached(authenticator, limiter, address, credentials);
   } catch (err) {
-    throw await limiter.failed(err, { address, apiKey: err instanceof KeyAuthenticationError && err.keyExists ? apiKey : undefined });
+    return refused(limiter, err, address, apiKey);
   }
+}
+
+async function authenticateUncached(authenticator: ApiKeyAuthenticator, limiter: AuthRateLimiter, address: string, credentials: { apiKey: string; secret: string }): Promise<Caller> {
+  const { apiKey, secret } = credentials;
+  try {
+    if (!authenticator.isCached(apiKey)) await limiter.assertNotBlocked({ address, apiKey });
+    return await authenticator.authenticate(apiKey, secret);
+  } catch (err) {
+    return refused(limiter, err, address, apiKey);
+  }
+}
+
+/** Counts the failure (a 401, or a 429 once over the limit) and rejects with what the client is told. */
+async function refused(limiter: AuthRateLimiter, err: unknown, address: string, apiKey: string | undefined): Promise<never> {
+  throw await limiter.failed(err, { address, apiKey: err instanceof KeyAuthenticationError && err.keyExists ? apiKey : undefined });
 }
 
 /** From the JSON body (the spec's scheme) or, as an addition, an HTTP Basic Authorization header. */
