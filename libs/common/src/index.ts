@@ -7,6 +7,6 @@ export { MIN_SECRETS_KEY_LENGTH, SECRETS_KEY_SETTING, SecretCipher, SecretCipher
 export type { SecretPurpose } from './secret-cipher';
 export { newId, parseId, randomSecret, sha256, toWireId } from './ids';
 export { addSeconds, formatTimestamp } from './timestamps';
-export { MAX_JSON_DEPTH, Settable, ApiValidationPipe, findJsonProblem, unstorableTextReason } from './validation';
+export { MAX_JSON_DEPTH, Settable, ApiValidationPipe, validateBody, findJsonProblem, unstorableTextReason } from './validation';
 export { isKnownTimeZone, parseLanguageTag } from './locale';
 export type { LanguageTag } from './locale';

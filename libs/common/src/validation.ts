@@ -1,6 +1,6 @@
 import type { ArgumentMetadata, PipeTransform } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
-import { getMetadataStorage, validate, ValidateIf, type ValidationError, type ValidatorOptions } from 'class-validator';
+import { getMetadataStorage, ValidateIf, type ValidationError, ValidationTypes, type ValidatorOptions, validateSync } from 'class-validator';
 import type { ValidationMetadata } from 'class-validator/types/metadata/ValidationMetadata';
 import { ApiError, ErrorCode } from './errors';
 
@@ -22,25 +22,60 @@ const UNVALIDATED_TYPES: ReadonlySet<unknown> = new Set([String, Boolean, Number
 const VALIDATOR_OPTIONS: ValidatorOptions = { whitelist: true, forbidUnknownValues: false, validationError: { target: false, value: false } };
 
 /**
- * The DTOs' rules (class-validator) on every request body, as Nest's ValidationPipe with `whitelist` and
- * `transform`: unknown fields are dropped (every body also carries api_key and api_key_secret), known ones are
- * checked, and the handler gets the DTO's instance. Nest's pipe also guards against what a multipart or socket
- * value may hold (binary values, sparse arrays, prototype keys); our bodies are JSON objects that parseBody has
- * already vetted (findJsonProblem refuses `__proto__` and `constructor` keys), so that per-request walk is skipped.
+ * The DTOs' rules (class-validator) on a request body, as Nest's ValidationPipe with `whitelist` and `transform`:
+ * unknown fields are dropped (every body also carries api_key and api_key_secret), known ones are checked, and the
+ * answer is the DTO's instance. Nest's pipe also guards against what a multipart or socket value may hold (binary
+ * values, sparse arrays, prototype keys); our bodies are JSON objects that parseBody has already vetted
+ * (findJsonProblem refuses `__proto__` and `constructor` keys), so that per-request walk is skipped. Synchronous:
+ * every rule of ours is (assertSynchronousRules), and an awaited validation costs a request a chain of promises.
  */
-export class ApiValidationPipe implements PipeTransform {
-  constructor() {
-    rememberRuleLookups();
-  }
+export function validateBody<T extends object>(type: new () => T, value: unknown): T {
+  rememberRuleLookups();
+  assertSynchronousRules(type);
+  const instance = plainToInstance(type, value ?? {}) as T;
+  const errors = validateSync(instance, VALIDATOR_OPTIONS);
+  if (errors.length) throw new ApiError(ErrorCode.InvalidRequest, describeValidationErrors(errors).join('; '));
+  return instance;
+}
 
-  async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+/** validateBody as Nest's pipe, for Nest's own routes (the operation routes call validateBody directly). */
+export class ApiValidationPipe implements PipeTransform {
+  transform(value: unknown, metadata: ArgumentMetadata): unknown {
     const type = metadata.metatype;
     if (metadata.type === 'custom' || !type || UNVALIDATED_TYPES.has(type)) return value;
-    const instance = plainToInstance(type, value ?? {}) as object;
-    const errors = await validate(instance, VALIDATOR_OPTIONS);
-    if (errors.length) throw new ApiError(ErrorCode.InvalidRequest, describeValidationErrors(errors).join('; '));
-    return instance;
+    return validateBody(type as new () => object, value);
   }
+}
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- class-transformer exports its storage only from this file
+const { defaultMetadataStorage: transformerTypes } = require('class-transformer/cjs/storage') as {
+  defaultMetadataStorage: { findTypeMetadata(target: () => void, propertyName: string): { typeFunction(): unknown } | undefined };
+};
+const checkedClasses = new WeakSet<object>();
+
+/**
+ * validateSync skips asynchronous rules (it would pass what they refuse): a DTO class with one, or with a nested
+ * class that has one, is a programming error, found on its first validation.
+ */
+export function assertSynchronousRules(type: object): void {
+  if (checkedClasses.has(type)) return;
+  const storage = getMetadataStorage();
+  const pending: object[] = [type];
+  const seen = new Set<object>();
+  while (pending.length) {
+    const target = pending.pop() as object;
+    if (seen.has(target)) continue;
+    seen.add(target);
+    for (const rule of storage.getTargetValidationMetadatas(target as new () => object, '', true, false)) {
+      if (rule.type === ValidationTypes.CUSTOM_VALIDATION && rule.constraintCls) {
+        const asynchronous = storage.getTargetValidatorConstraints(rule.constraintCls).some((constraint) => constraint.async);
+        if (asynchronous) throw new Error(`${(target as { name?: string }).name}.${rule.propertyName} has an asynchronous rule; request bodies are validated synchronously`);
+      }
+      const nested = rule.type === ValidationTypes.NESTED_VALIDATION ? transformerTypes.findTypeMetadata(target as () => void, rule.propertyName)?.typeFunction() : undefined;
+      if (typeof nested === 'function') pending.push(nested);
+    }
+  }
+  checkedClasses.add(type);
 }
 
 type RuleStorage = ReturnType<typeof getMetadataStorage> & {
@@ -56,7 +91,7 @@ let rememberingRules = false;
  * a third of a small body's validation. The answers are remembered per class and options; a rule added later (a
  * class defined after the first request) forgets them all, so an answer is never stale.
  */
-function rememberRuleLookups(): void {
+export function rememberRuleLookups(): void {
   if (rememberingRules) return;
   rememberingRules = true;
   const storage = getMetadataStorage() as RuleStorage;
