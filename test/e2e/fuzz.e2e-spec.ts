@@ -11,16 +11,15 @@
  */
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
-import { ModulesContainer } from '@nestjs/core';
-import { ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
-import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
 import { getMetadataStorage } from 'class-validator';
 import type { ValidationMetadata } from 'class-validator/types/metadata/ValidationMetadata';
 import fc from 'fast-check';
 import { DataSource } from 'typeorm';
-import { OPERATION_KEY, OperationName, OPERATIONS } from '@ws/auth';
+import { OperationName, OPERATIONS } from '@ws/auth';
 import { MAX_JSON_DEPTH } from '@ws/common';
 import { insertWorkspaceRow } from './fixtures';
+import { OPERATION_CONTROLLERS } from '../../apps/api/src/app.module';
+import { operationHandlersOf } from '../../apps/api/src/public-api/operation-routes';
 import { TestApi, TestKey } from './harness';
 
 // class-transformer keeps @Type() in a storage its typings do not export.
@@ -65,22 +64,11 @@ function shapeOf(dto: new () => object, seen: ReadonlySet<unknown> = new Set()):
 }
 
 /** Operation → the DTO of its routed handler's @Body() (null: routed without a body). Unrouted ones are absent. */
-function routedBodies(api: TestApi): Map<string, (new () => object) | null> {
+function routedBodies(): Map<string, (new () => object) | null> {
   const bodies = new Map<string, (new () => object) | null>();
-  for (const module of api.app.get(ModulesContainer).values()) {
-    for (const wrapper of module.controllers.values()) {
-      const controller = wrapper.metatype as (new () => object) | null;
-      if (!controller?.prototype) continue;
-      for (const method of Object.getOwnPropertyNames(controller.prototype)) {
-        const handler = (controller.prototype as Record<string, unknown>)[method];
-        const operation = typeof handler === 'function' ? (Reflect.getMetadata(OPERATION_KEY, handler) as string | undefined) : undefined;
-        if (!operation) continue;
-        const args = (Reflect.getMetadata(ROUTE_ARGS_METADATA, controller, method) ?? {}) as Record<string, { index: number }>;
-        const body = Object.entries(args).find(([key]) => key.split(':')[0] === String(RouteParamtypes.BODY));
-        const types = (Reflect.getMetadata('design:paramtypes', controller.prototype, method) ?? []) as Array<new () => object>;
-        bodies.set(operation, body ? types[body[1].index] ?? null : null);
-      }
-    }
+  for (const handler of operationHandlersOf(OPERATION_CONTROLLERS)) {
+    const body = handler.params.find((param) => param.kind === 'body');
+    bodies.set(handler.operation, body?.kind === 'body' ? body.type : null);
   }
   return bodies;
 }
@@ -290,7 +278,7 @@ describe('fuzz: every catalog operation, hostile input (fast-check)', () => {
     api = await TestApi.start({ MAX_BODY_BYTES, AUTH_FAILURES_PER_ADDRESS: 1_000_000 });
     baseUrl = await api.listen();
     admin = await api.key(['Global Admin']);
-    bodies = routedBodies(api);
+    bodies = routedBodies();
     const users = [];
     for (const username of ['fuzz-a', 'fuzz-b']) {
       const res = await api.call('create_user', admin, { target_user: { username } });

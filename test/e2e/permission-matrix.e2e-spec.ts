@@ -3,9 +3,10 @@
  * dependency rules (libs/auth/src/permissions.ts): every routed operation is covered without anyone
  * remembering to add it. The guard authorizes before validation, so empty bodies suffice for 401/403.
  */
-import { ModulesContainer } from '@nestjs/core';
 import { DataSource } from 'typeorm';
-import { ApiKeysService, closure, OPERATION_KEY, OperationName, OPERATIONS, Permission } from '@ws/auth';
+import { ApiKeysService, closure, OperationName, OPERATIONS, Permission } from '@ws/auth';
+import { OPERATION_CONTROLLERS } from '../../apps/api/src/app.module';
+import { operationHandlersOf } from '../../apps/api/src/public-api/operation-routes';
 import { TestApi, TestKey } from './harness';
 
 /**
@@ -51,21 +52,9 @@ describe('permission matrix (from the operation catalog)', () => {
 
   describe('catalog and routes agree', () => {
     /** Operation names declared by @Operation on the controllers this api actually mounts. */
+    /** The operations the api routes: the @Operation handlers of the controllers it hands its operation routes. */
     function routedOperations(): string[] {
-      const names: string[] = [];
-      for (const module of api.app.get(ModulesContainer).values()) {
-        for (const wrapper of module.controllers.values()) {
-          const prototype = (wrapper.metatype as { prototype?: Record<string, unknown> } | null)?.prototype;
-          if (!prototype) continue;
-          for (const method of Object.getOwnPropertyNames(prototype)) {
-            const handler = prototype[method];
-            if (typeof handler !== 'function') continue;
-            const operation = Reflect.getMetadata(OPERATION_KEY, handler) as string | undefined;
-            if (operation) names.push(operation);
-          }
-        }
-      }
-      return names;
+      return operationHandlersOf(OPERATION_CONTROLLERS).map((handler) => handler.operation);
     }
 
     it('every @Operation route is in the catalog, once, and every catalog operation is routed or listed as unrouted', () => {

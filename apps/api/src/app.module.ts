@@ -24,7 +24,7 @@ import { ClientSessionController } from './client/client-session.controller';
 import { ApiExceptionFilter } from './errors/api-exception.filter';
 import { GatewayModule } from './gateway/gateway.module';
 import { HealthController } from './health.controller';
-import { withIdempotentRoutes } from './idempotency/idempotent-routes';
+import { IdempotentExecution } from './idempotency/idempotent-execution';
 import { StorageApiModule } from './storage/storage.module';
 import { GroupsController } from './public-api/groups.controller';
 import { ImagesController } from './public-api/images.controller';
@@ -45,14 +45,19 @@ import { WebhooksModule } from '@ws/webhooks';
 import { ApiShutdown } from './shutdown';
 
 /**
- * Every controller of the api (the OpenAPI document is generated from these: apps/api/src/openapi); the catalog's
- * idempotent operations take an Idempotency-Key.
+ * The controllers of the developer API's operations (`POST /api/public/<operation>`): Nest makes them as providers
+ * and registerOperationRoutes routes them (public-api/operation-routes.ts).
  */
-export const API_CONTROLLERS = withIdempotentRoutes([
+export const OPERATION_CONTROLLERS = [
   UsersController, GroupsController, SessionTokensController, WorkspacesController, WorkspaceStreamsController, ImagesController, RecordingsController,
-  StagingController, CastingController, LicensingController, EgressController, WebhooksController, ClientLoginController, ClientSessionController,
-  ClientConnectController, ClientCastController, WorkspaceFilesController, HealthController,
-]);
+  StagingController, CastingController, LicensingController, EgressController, WebhooksController,
+];
+
+/** The controllers Nest routes: the browser client's, files and health. */
+export const ROUTED_CONTROLLERS = [ClientLoginController, ClientSessionController, ClientConnectController, ClientCastController, WorkspaceFilesController, HealthController];
+
+/** Every controller of the api (the OpenAPI document is generated from these: apps/api/src/openapi). */
+export const API_CONTROLLERS = [...OPERATION_CONTROLLERS, ...ROUTED_CONTROLLERS];
 
 @Module({})
 export class AppModule {
@@ -60,8 +65,10 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [ConfigModule.forRoot(overrides), MetricsModule.forRoot('api'), LoggingModule.forRoot('api'), DatabaseModule, SettingsModule, AuthModule, QueueModule, UsersModule, ImagesModule, WorkspacesModule, ServerSessionsModule, ZonesModule, ServersModule, GatewayModule, StagingModule, CastingModule, StorageApiModule, RecordingsModule, LicensingModule, EgressModule, FilesModule, WebhooksModule],
-      controllers: API_CONTROLLERS,
+      controllers: ROUTED_CONTROLLERS,
       providers: [
+        ...OPERATION_CONTROLLERS,
+        IdempotentExecution,
         { provide: APP_GUARD, useClass: OperationGuard },
         { provide: APP_FILTER, useClass: ApiExceptionFilter },
         { provide: APP_PIPE, useClass: ApiValidationPipe },

@@ -7,12 +7,13 @@ import { Logger } from 'nestjs-pino';
 import { registerRequestLogging, requestIdOf } from '@ws/logging';
 import { JobProducer, RedisConnections } from '@ws/queue';
 import { registerQueueDashboard } from './admin/queue-dashboard';
-import { AppModule } from './app.module';
+import { AppModule, OPERATION_CONTROLLERS } from './app.module';
 import { registerBrowserRequestGuard } from './client/browser-request-guard';
 import { configureFastify } from './http-setup';
 import { registerRequestLogFields } from './logging/request-log-fields';
 import { registerHttpMetrics } from './metrics/http-metrics';
 import { registerApiReference } from './openapi/api-reference';
+import { registerOperationRoutes } from './public-api/operation-routes';
 import { registerWebClient } from './web/web-client';
 
 /** Builds the api (used by main.ts and by the e2e tests, which pass their own database and prefix). */
@@ -46,6 +47,7 @@ export async function createApi(overrides: Partial<AppConfig> = {}): Promise<Nes
   });
   app.useLogger(app.get(Logger));
   made.metrics = app.get(Metrics);
+  registerOperationRoutes(adapter.getInstance(), app, OPERATION_CONTROLLERS);
   if (config.QUEUE_DASHBOARD) {
     registerQueueDashboard(adapter.getInstance(), { operators: app.get(OperatorAuthenticator), jobs: app.get(JobProducer), redis: app.get(RedisConnections) }, config.PUBLIC_BASE_URL);
   }

@@ -71,6 +71,19 @@ export function outageDependency(error: unknown, status: number): string | null 
   return 'other';
 }
 
+/**
+ * Sends `error` as describeError says, counting a dependency outage; every 503 says when to come back (a service
+ * that knows better sets its own). Nest's routes reach it through ApiExceptionFilter, the operation routes directly.
+ */
+export function sendError(reply: FastifyReply, requestId: string | undefined, error: unknown, metrics?: Metrics): void {
+  const { status, body, retryAfterSeconds } = describeError(error, requestId);
+  const outage = outageDependency(error, status);
+  if (outage) metrics?.dependencyOutages.inc({ dependency: outage });
+  const retryAfter = retryAfterSeconds ?? (status === 503 ? RETRY_AFTER_SECONDS : undefined);
+  if (retryAfter !== undefined) void reply.header('retry-after', String(retryAfter));
+  void reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
+}
+
 @Catch()
 export class ApiExceptionFilter implements ExceptionFilter {
   constructor(@Optional() private readonly metrics?: Metrics) {}
@@ -79,12 +92,6 @@ export class ApiExceptionFilter implements ExceptionFilter {
     if (host.getType() !== 'http') throw error;
     const reply = host.switchToHttp().getResponse<FastifyReply>();
     const request = host.switchToHttp().getRequest<FastifyRequest | undefined>();
-    const { status, body, retryAfterSeconds } = describeError(error, request?.id);
-    const outage = outageDependency(error, status);
-    if (outage) this.metrics?.dependencyOutages.inc({ dependency: outage });
-    // Every 503 says when to come back; a service that knows better sets its own.
-    const retryAfter = retryAfterSeconds ?? (status === 503 ? RETRY_AFTER_SECONDS : undefined);
-    if (retryAfter !== undefined) void reply.header('retry-after', String(retryAfter));
-    void reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
+    sendError(reply, request?.id, error, this.metrics);
   }
 }
