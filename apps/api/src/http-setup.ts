@@ -42,16 +42,14 @@ export function configureFastify(fastify: FastifyInstance, drain: DrainBounds = 
   fastify.server.on('clientError', answerClientError);
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', (request, payload, done) => {
-    readBody(payload, Number(request.headers['content-length']), limit, drain).then(
-      (bytes) => {
-        try {
-          done(null, parseBody(bytes));
-        } catch (error) {
-          done(error as Error, undefined);
-        }
-      },
-      (error: Error) => done(error, undefined),
-    );
+    readBody(payload, Number(request.headers['content-length']), limit, drain, (error, bytes) => {
+      if (error) return done(error, undefined);
+      try {
+        done(null, parseBody(bytes as Buffer));
+      } catch (failure) {
+        done(failure as Error, undefined);
+      }
+    });
   });
 }
 
@@ -82,45 +80,45 @@ const tooLarge = () => new ApiError(ErrorCode.PayloadTooLarge, 'Request body is 
 
 /**
  * Reads a request body of at most `limit` bytes. A larger one is drained (read and dropped, within `drain`)
- * before rejecting, so the 413 reaches the client.
+ * before refusing, so the 413 reaches the client. A callback, not a promise: every request's body passes here.
  */
-function readBody(payload: IncomingMessage, declaredLength: number, limit: number, drain: DrainBounds): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let received = 0;
-    let draining = false;
-    let drainTimer: NodeJS.Timeout | undefined;
-    const finish = (error: Error | null, body?: Buffer) => {
-      payload.off('data', onData).off('end', onEnd).off('error', onError).off('aborted', onAborted);
-      clearTimeout(drainTimer);
-      if (error) reject(error);
-      else resolve(body as Buffer);
-    };
-    const startDraining = () => {
-      draining = true;
-      chunks.length = 0;
-      drainTimer = setTimeout(() => finish(tooLarge()), drain.ms);
-    };
-    const onData = (chunk: Buffer) => {
-      received += chunk.length;
-      if (!draining && received > limit) startDraining();
-      if (!draining) chunks.push(chunk);
-      else if (received > drain.bytes) finish(tooLarge());
-    };
-    const onEnd = () => {
-      if (received > limit) return finish(tooLarge());
-      if (Number.isFinite(declaredLength) && received !== declaredLength) {
-        return finish(new ApiError(ErrorCode.InvalidRequest, 'Content-Length does not match the body'));
-      }
-      finish(null, Buffer.concat(chunks, received));
-    };
-    const onError = (error: Error) => finish(new ApiError(ErrorCode.InvalidRequest, `Request body could not be read: ${error.message}`));
-    const onAborted = () => finish(new ApiError(ErrorCode.InvalidRequest, 'Request body was cut short'));
-    if (declaredLength > drain.bytes) return reject(tooLarge());
-    if (declaredLength > limit) startDraining();
-    payload.on('data', onData).on('end', onEnd).on('error', onError).on('aborted', onAborted);
-    payload.resume();
-  });
+function readBody(payload: IncomingMessage, declaredLength: number, limit: number, drain: DrainBounds, done: (error: Error | null, body?: Buffer) => void): void {
+  const chunks: Buffer[] = [];
+  let received = 0;
+  let draining = false;
+  let finished = false;
+  let drainTimer: NodeJS.Timeout | undefined;
+  const finish = (error: Error | null, body?: Buffer) => {
+    if (finished) return;
+    finished = true;
+    payload.off('data', onData).off('end', onEnd).off('error', onError).off('aborted', onAborted);
+    clearTimeout(drainTimer);
+    done(error, body);
+  };
+  const startDraining = () => {
+    draining = true;
+    chunks.length = 0;
+    drainTimer = setTimeout(() => finish(tooLarge()), drain.ms);
+  };
+  const onData = (chunk: Buffer) => {
+    received += chunk.length;
+    if (!draining && received > limit) startDraining();
+    if (!draining) chunks.push(chunk);
+    else if (received > drain.bytes) finish(tooLarge());
+  };
+  const onEnd = () => {
+    if (received > limit) return finish(tooLarge());
+    if (Number.isFinite(declaredLength) && received !== declaredLength) {
+      return finish(new ApiError(ErrorCode.InvalidRequest, 'Content-Length does not match the body'));
+    }
+    finish(null, Buffer.concat(chunks, received));
+  };
+  const onError = (error: Error) => finish(new ApiError(ErrorCode.InvalidRequest, `Request body could not be read: ${error.message}`));
+  const onAborted = () => finish(new ApiError(ErrorCode.InvalidRequest, 'Request body was cut short'));
+  if (declaredLength > drain.bytes) return finish(tooLarge());
+  if (declaredLength > limit) startDraining();
+  payload.on('data', onData).on('end', onEnd).on('error', onError).on('aborted', onAborted);
+  payload.resume();
 }
 
 /** Our JSON error for a request that could not even be parsed as HTTP; the connection is closed after it. */
