@@ -161,7 +161,9 @@ export async function lockPlacedServer(tx: EntityManager, plan: PlacementPlan): 
     }
     if (held.length === 0) break;
     if (Date.now() < rebalanceUntil) {
-      const outcome = await tryServer(tx, held[0].id, image, constraints, lockWaitSliceMs(slice));
+      // Kept only if it still has the most room once the wait is over (rivals): the launches it waited behind have
+      // committed meanwhile, and a queue that all waited on one server would otherwise take it in a row.
+      const outcome = await tryServer(tx, held[0].id, image, constraints, lockWaitSliceMs(slice), plan.candidates);
       if (outcome && outcome !== 'locked') return outcome;
       continue;
     }
@@ -174,13 +176,17 @@ export async function lockPlacedServer(tx: EntityManager, plan: PlacementPlan): 
   throw new ApiError(ErrorCode.NoCapacity, NO_CAPACITY_MESSAGE);
 }
 
+/** More free cores, or as many and more memory. */
+const roomier = (a: Allocated, b: Allocated) => a.cores > b.cores || (a.cores === b.cores && a.memory > b.memory);
+
 /**
  * Takes one server's placement lock, reads the server and its allocation again under it, and keeps the lock only
- * when the image still fits: the server. Otherwise the lock is released (savepoint rolled back) and the answer is
- * 'locked' (another launch holds it: at once with 'skip', after `wait` milliseconds with a number) or null (no
- * longer eligible, or full). 'wait' waits as long as the transaction's own bounds allow.
+ * when the image still fits (and, given `rivals`, no rival it fits on has more room now): the server. Otherwise the
+ * lock is released (savepoint rolled back) and the answer is 'locked' (another launch holds it: at once with 'skip',
+ * after `wait` milliseconds with a number; or a rival has more room now) or null (no longer eligible, or full).
+ * 'wait' waits as long as the transaction's own bounds allow.
  */
-async function tryServer(tx: EntityManager, serverId: string, image: Image, constraints: PlacementConstraints, wait: 'skip' | 'wait' | number): Promise<Server | 'locked' | null> {
+async function tryServer(tx: EntityManager, serverId: string, image: Image, constraints: PlacementConstraints, wait: 'skip' | 'wait' | number, rivals?: Server[]): Promise<Server | 'locked' | null> {
   await tx.query('SAVEPOINT ws_placement');
   try {
     // A slice: lock_timeout for this statement only (put back right after; a rollback to the savepoint undoes it too).
@@ -199,13 +205,16 @@ async function tryServer(tx: EntityManager, serverId: string, image: Image, cons
       await tx.query('RELEASE SAVEPOINT ws_placement');
       return locked ? null : 'locked';
     }
-    if (isEligible(server, image, constraints) && isUp(server) && fits(server, (await allocatedOn(tx, [server.id])).get(server.id), image)) {
+    const used = await allocatedOn(tx, [server.id, ...(rivals ?? []).map((r) => r.id)]);
+    const fitting = isEligible(server, image, constraints) && isUp(server) && fits(server, used.get(server.id), image);
+    const leading = !rivals || rivals.every((r) => r.id === server.id || !fits(r, used.get(r.id), image) || !roomier(free(r, used.get(r.id)), free(server, used.get(server.id))));
+    if (fitting && leading) {
       await tx.query('RELEASE SAVEPOINT ws_placement');
       return server;
     }
     await tx.query('ROLLBACK TO SAVEPOINT ws_placement');
     await tx.query('RELEASE SAVEPOINT ws_placement');
-    return null;
+    return fitting ? 'locked' : null;
   } catch (err) {
     await tx.query('ROLLBACK TO SAVEPOINT ws_placement').catch(() => undefined);
     if (typeof wait === 'number' && isLockNotAvailable(err)) {
