@@ -57,6 +57,9 @@ const free = (s: Server, used: Allocated | undefined) => ({
   memory: offeredMemory(s) - (used?.memory ?? 0),
 });
 
+/** Orders rooms the most free cores, then memory, first: negative when `a` has more room than `b`, 0 when equal. */
+const mostRoomFirst = (a: Allocated, b: Allocated) => b.cores - a.cores || b.memory - a.memory;
+
 /**
  * Picks an eligible, up server with room for the image, least allocated first (the most free cores, then memory,
  * after overcommit: a larger host takes proportionally more; ties in turn), inside the caller's transaction,
@@ -106,11 +109,11 @@ async function leastAllocatedFirst(db: EntityManager, servers: Server[], image: 
 
 /** Servers by room, the most free cores then memory first; each group with equal room rotated by `ticket` (ids order it before). */
 export function byRoom(candidates: Array<{ server: Server; room: Allocated }>, ticket: number): Server[] {
-  const sorted = [...candidates].sort((a, b) => b.room.cores - a.room.cores || b.room.memory - a.room.memory || (a.server.id < b.server.id ? -1 : a.server.id > b.server.id ? 1 : 0));
+  const sorted = [...candidates].sort((a, b) => mostRoomFirst(a.room, b.room) || (a.server.id < b.server.id ? -1 : a.server.id > b.server.id ? 1 : 0));
   const ordered: Server[] = [];
   for (let start = 0; start < sorted.length; ) {
     let end = start + 1;
-    while (end < sorted.length && sorted[end].room.cores === sorted[start].room.cores && sorted[end].room.memory === sorted[start].room.memory) end++;
+    while (end < sorted.length && mostRoomFirst(sorted[end].room, sorted[start].room) === 0) end++;
     const group = sorted.slice(start, end).map((c) => c.server);
     const turn = ticket % group.length;
     ordered.push(...group.slice(turn), ...group.slice(0, turn));
@@ -176,9 +179,6 @@ export async function lockPlacedServer(tx: EntityManager, plan: PlacementPlan): 
   throw new ApiError(ErrorCode.NoCapacity, NO_CAPACITY_MESSAGE);
 }
 
-/** More free cores, or as many and more memory. */
-const roomier = (a: Allocated, b: Allocated) => a.cores > b.cores || (a.cores === b.cores && a.memory > b.memory);
-
 /**
  * Takes one server's placement lock, reads the server and its allocation again under it, and keeps the lock only
  * when the image still fits (and, given `rivals`, no rival it fits on has more room now): the server. Otherwise the
@@ -207,7 +207,8 @@ async function tryServer(tx: EntityManager, serverId: string, image: Image, cons
     }
     const used = await allocatedOn(tx, [server.id, ...(rivals ?? []).map((r) => r.id)]);
     const fitting = isEligible(server, image, constraints) && isUp(server) && fits(server, used.get(server.id), image);
-    const leading = !rivals || rivals.every((r) => r.id === server.id || !fits(r, used.get(r.id), image) || !roomier(free(r, used.get(r.id)), free(server, used.get(server.id))));
+    const room = free(server, used.get(server.id));
+    const leading = !rivals || rivals.every((r) => r.id === server.id || !fits(r, used.get(r.id), image) || mostRoomFirst(free(r, used.get(r.id)), room) >= 0);
     if (fitting && leading) {
       await tx.query('RELEASE SAVEPOINT ws_placement');
       return server;
