@@ -91,7 +91,7 @@ let rememberingRules = false;
  * a third of a small body's validation. The answers are remembered per class and options; a rule added later (a
  * class defined after the first request) forgets them all, so an answer is never stale.
  */
-export function rememberRuleLookups(): void {
+function rememberRuleLookups(): void {
   if (rememberingRules) return;
   rememberingRules = true;
   const storage = getMetadataStorage() as RuleStorage;

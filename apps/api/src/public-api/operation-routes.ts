@@ -53,11 +53,12 @@ export function operationHandlersOf(controllers: Array<Type<unknown>>): Operatio
       const types = (Reflect.getMetadata('design:paramtypes', prototype, method) ?? []) as Array<new () => object>;
       const params: ParamSource[] = [];
       for (const [key, arg] of Object.entries(args)) {
-        const where = `${controller.name}.${method} parameter ${arg.index}`;
+        // Nest's key is `<RouteParamtypes>:<index>` (a custom decorator's carries its factory instead).
+        const kind = Number(key.split(':')[0]);
         if (arg.factory) params[arg.index] = { kind: 'custom', factory: arg.factory, data: arg.data };
-        else if (Number(key.split(':')[0]) === RouteParamtypes.BODY && arg.data === undefined) params[arg.index] = { kind: 'body', type: types[arg.index] };
-        else if (Number(key.split(':')[0]) === RouteParamtypes.RESPONSE && Reflect.getMetadata(RESPONSE_PASSTHROUGH_METADATA, controller, method)) params[arg.index] = { kind: 'reply' };
-        else throw new Error(`${where}: an operation takes its body (@Body()), @CurrentCaller() or @Res({ passthrough: true }), not ${key}`);
+        else if (kind === RouteParamtypes.BODY && arg.data === undefined) params[arg.index] = { kind: 'body', type: types[arg.index] };
+        else if (kind === RouteParamtypes.RESPONSE && Reflect.getMetadata(RESPONSE_PASSTHROUGH_METADATA, controller, method)) params[arg.index] = { kind: 'reply' };
+        else throw new Error(`${controller.name}.${method} parameter ${arg.index}: an operation takes its body (@Body()), @CurrentCaller() or @Res({ passthrough: true }), not ${key}`);
       }
       if (params.length !== handler.length || params.includes(undefined as never)) throw new Error(`${controller.name}.${method}: every parameter needs a decorator`);
       handlers.push({ operation, controller, method, path: `/${[base, sub].filter(Boolean).join('/')}`, params, idempotent: isIdempotent(operation) });
