@@ -41,28 +41,37 @@ export interface EffectiveGroupSettings {
   clientSettings: ClientSettings;
 }
 
+/** What of a group decides its members' settings: all that effectiveSettings reads (GroupsService.settingsGroupsOf selects only these). */
+export type SettingsGroup = Pick<Group, 'keepaliveExpiration' | 'usageLimit' | 'usageInterval' | 'defaultImageId' | 'recordSessions' | 'clientSettings'>;
+
 /**
  * What a user's groups decide together. `groups` is in priority order (first wins): for each setting the
  * first group that sets it decides; client settings are overlaid so the first group's values win.
+ * Loops rather than map/find chains: every workspace read runs this for each owner.
  */
-export function effectiveSettings(groups: Group[], defaultKeepaliveExpiration: number): EffectiveGroupSettings {
-  const first = <T>(pick: (g: Group) => T | null) => groups.map(pick).find((v) => v !== null && v !== undefined) ?? null;
-  const limitGroup = groups.find((g) => g.usageLimit !== null);
+export function effectiveSettings(groups: SettingsGroup[], defaultKeepaliveExpiration: number): EffectiveGroupSettings {
+  let keepaliveExpiration: number | null = null;
+  let usageLimit: EffectiveGroupSettings['usageLimit'] = null;
+  let defaultImageId: string | null = null;
+  let recordSessions: boolean | null = null;
+  for (const g of groups) {
+    keepaliveExpiration ??= g.keepaliveExpiration ?? null;
+    if (usageLimit === null && g.usageLimit !== null) usageLimit = { seconds: g.usageLimit, interval: g.usageInterval };
+    defaultImageId ??= g.defaultImageId ?? null;
+    recordSessions ??= g.recordSessions ?? null;
+  }
   const clientSettings = { ...DEFAULT_CLIENT_SETTINGS };
-  for (const group of [...groups].reverse()) {
-    for (const [key, value] of Object.entries(group.clientSettings ?? {})) {
+  for (let i = groups.length - 1; i >= 0; i--) {
+    const overrides = groups[i].clientSettings;
+    if (!overrides) continue;
+    for (const key in overrides) {
+      const value = overrides[key];
       if (key in clientSettings && typeof value === typeof clientSettings[key as keyof ClientSettings]) {
         (clientSettings as Record<string, boolean | number>)[key] = value;
       }
     }
   }
-  return {
-    keepaliveExpiration: first((g) => g.keepaliveExpiration) ?? defaultKeepaliveExpiration,
-    usageLimit: limitGroup ? { seconds: limitGroup.usageLimit as number, interval: limitGroup.usageInterval } : null,
-    defaultImageId: first((g) => g.defaultImageId),
-    recordSessions: first((g) => g.recordSessions) ?? false,
-    clientSettings,
-  };
+  return { keepaliveExpiration: keepaliveExpiration ?? defaultKeepaliveExpiration, usageLimit, defaultImageId, recordSessions: recordSessions ?? false, clientSettings };
 }
 
 /** Start of the usage window containing `now` (UTC). */

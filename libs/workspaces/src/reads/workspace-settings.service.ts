@@ -15,7 +15,7 @@ export class WorkspaceSettings {
   }
 
   async ofMany(userIds: string[]): Promise<Map<string, EffectiveGroupSettings>> {
-    const [groups, fallback] = await Promise.all([this.groups.groupsOf(userIds), this.settings.get<number>('default_keepalive_expiration')]);
+    const [groups, fallback] = await Promise.all([this.groups.settingsGroupsOf(userIds), this.settings.get<number>('default_keepalive_expiration')]);
     return new Map(userIds.map((id) => [id, effectiveSettings(groups.get(id) ?? [], fallback)]));
   }
 }
