@@ -223,10 +223,15 @@ async function bareServer(port: number, apiKey: string, secretSha256: string): P
   });
 
   /** A live workspace's row (one per image attribute, as the api selects it) with its image, server and owner's name. */
-  const WORKSPACE_SELECT = `SELECT w.*, i.name AS image_name, i.image_src, i.friendly_name, i.kind AS image_kind, s.publish_host, s.hostname, s.zone_id, s.provider,
+  const workspaceSelect = (columns: string) => `SELECT ${columns}, i.name AS image_name, i.image_src, i.friendly_name, i.kind AS image_kind, s.publish_host, s.hostname, s.zone_id, s.provider,
       s.health, s.health_reason, s.health_checked_at, s.down_since, u.username, a.category AS a_category, a.name AS a_name, a.value AS a_value
     FROM workspaces w JOIN images i ON i.id = w.image_id LEFT JOIN image_attributes a ON a.image_id = i.id
     LEFT JOIN servers s ON s.id = w.server_id LEFT JOIN users u ON u.id = w.user_id`;
+  /** get_workspace_status reads the whole row (its session token too); get_workspaces, as the api, only what the list shows. */
+  const WORKSPACE_SELECT = workspaceSelect('w.*');
+  const LIST_SELECT = workspaceSelect(['id', 'user_id', 'image_id', 'server_id', 'server_connection', 'host_ports', 'container_id', 'container_ip', 'start_date', 'keepalive_date',
+    'expiration_date', 'token', 'view_only_token', 'share_id', 'cores', 'memory', 'status', 'operational_message', 'is_persistent_profile', 'persistent_profile_mode',
+    'client_settings_override'].map((c) => `w.${c}`).join(', '));
   /** Rows (one per attribute) → workspaces with their port maps, in order. */
   const byWorkspace = (rows: QueryResultRow[]) => {
     const found = new Map<string, { w: QueryResultRow; portMap: Record<string, string> }>();
@@ -267,7 +272,7 @@ async function bareServer(port: number, apiKey: string, secretSha256: string): P
   app.post('/api/public/get_workspaces', async (request, reply) => {
     if (!authenticate(request.body as Record<string, string>)) return reply.status(401).send({ error_message: 'Invalid api_key or api_key_secret' });
     const [{ rows }, zones] = await Promise.all([
-      pool.query(`${WORKSPACE_SELECT} WHERE w.status = ANY($1) ORDER BY w.start_date, w.id`, [LIVE]),
+      pool.query(`${LIST_SELECT} WHERE w.status = ANY($1) ORDER BY w.start_date, w.id`, [LIVE]),
       pool.query('SELECT id, name FROM zones'),
     ]);
     const workspaces = byWorkspace(rows);

@@ -5,7 +5,7 @@ import { Image, ImageAttribute } from '@ws/images';
 import { Server } from '@ws/servers';
 import { User } from '@ws/users';
 import { LIVE_STATUSES, Workspace } from '../workspace.entity';
-import { MAPPED_IMAGE_FIELDS, MAPPED_SERVER_FIELDS, type MappedImage, type MappedWorkspace } from './workspace.mappers';
+import { MAPPED_IMAGE_FIELDS, MAPPED_SERVER_FIELDS, MAPPED_WORKSPACE_FIELDS, type MappedImage, type MappedWorkspace } from './workspace.mappers';
 
 export type WorkspaceTarget = { workspaceId: string } | { shareId: string };
 
@@ -40,15 +40,15 @@ async function findLive(workspaces: Repository<Workspace>, target: WorkspaceTarg
 }
 
 /**
- * Every live workspace (oldest first) with its owner's username, and of its image (with attributes) and server
- * the fields the wire shows: get_workspaces. With `ids`, only those (a page's). Only those fields are selected:
- * the image's and server's other columns (JSON documents, timestamps) cost more to parse than the rest of the row.
+ * Every live workspace (oldest first) with its owner's username, and of it, its image (with attributes) and its
+ * server the fields the wire shows: get_workspaces. With `ids`, only those (a page's). Only those fields are
+ * selected: the other columns (JSON documents, timestamps) cost more to parse and hydrate than the rest of the row.
  */
 export async function findAllLive(workspaces: Repository<Workspace>, ids?: string[]): Promise<Array<{ workspace: MappedWorkspace; username: string | null }>> {
   const db = workspaces.manager.connection;
   const rows = await rawQuery(
     db,
-    `SELECT ${selectColumns(db, Workspace, 'w', 'w_')}, ${selectColumns(db, Image, 'i', 'i_', MAPPED_IMAGE_FIELDS)}, ${selectColumns(db, ImageAttribute, 'a', 'a_')},
+    `SELECT ${selectColumns(db, Workspace, 'w', 'w_', MAPPED_WORKSPACE_FIELDS)}, ${selectColumns(db, Image, 'i', 'i_', MAPPED_IMAGE_FIELDS)}, ${selectColumns(db, ImageAttribute, 'a', 'a_')},
             ${selectColumns(db, Server, 's', 's_', MAPPED_SERVER_FIELDS)}, u.username AS u_username
        FROM workspaces w LEFT JOIN images i ON i.id = w.image_id LEFT JOIN image_attributes a ON a.image_id = i.id
        LEFT JOIN servers s ON s.id = w.server_id LEFT JOIN users u ON u.id = w.user_id

@@ -28,8 +28,13 @@ export type MappedImage = Pick<Image, (typeof MAPPED_IMAGE_FIELDS)[number] | 'at
 /** The server fields the wire mapping reads, health included. */
 export const MAPPED_SERVER_FIELDS = ['id', 'hostname', 'publishHost', 'provider', 'zoneId', 'health', 'healthReason', 'healthCheckedAt', 'downSince'] as const satisfies ReadonlyArray<keyof Server>;
 export type MappedServer = Pick<Server, (typeof MAPPED_SERVER_FIELDS)[number]>;
-/** A workspace as the mappers read it: its own columns, and of its image and server what the wire shows. */
-export type MappedWorkspace = Omit<Workspace, 'image' | 'server'> & { image?: MappedImage | null; server?: MappedServer | null };
+/** The workspace's own fields the wire mapping reads (get_workspaces selects only these). */
+export const MAPPED_WORKSPACE_FIELDS = [
+  'id', 'userId', 'imageId', 'serverId', 'serverConnection', 'hostPorts', 'containerId', 'containerIp', 'startDate', 'keepaliveDate', 'expirationDate',
+  'token', 'viewOnlyToken', 'shareId', 'cores', 'memory', 'status', 'operationalMessage', 'isPersistentProfile', 'persistentProfileMode', 'clientSettingsOverride',
+] as const satisfies ReadonlyArray<keyof Workspace>;
+/** A workspace as the mappers read it: of its own columns, and of its image and server, what the wire shows. */
+export type MappedWorkspace = Pick<Workspace, (typeof MAPPED_WORKSPACE_FIELDS)[number]> & { image?: MappedImage | null; server?: MappedServer | null };
 
 export const connectPath = (workspaceId: string, userId: string, jwt: string) => `/#/connect/workspace/${toWireId(workspaceId)}/${toWireId(userId)}/${jwt}`;
 export const joinPath = (shareId: string, userId: string, jwt: string) => `/#/connect/join/${shareId}/${toWireId(userId)}/${jwt}`;
