@@ -8,6 +8,7 @@ import { validateBody } from '@ws/common';
 import { Metrics } from '@ws/metrics';
 import { sendError } from '../errors/api-exception.filter';
 import { IdempotentExecution } from '../idempotency/idempotent-execution';
+import { ApiShutdown } from '../shutdown';
 
 /** Where a handler's parameter comes from: the validated body, a custom decorator's factory (CurrentCaller), the reply. */
 type ParamSource =
@@ -74,11 +75,13 @@ export function operationHandlersOf(controllers: Array<Type<unknown>>): Operatio
  * other routes; its route execution (guards, pipes, interceptors and parameter factories run as chains of promises)
  * would cost each operation about 20 promises, each of which Node 20's async-context hooks then visit.
  * Registered before the application listens; the request hooks (log context, metrics, request id) apply as to any route.
+ * Each run is counted (ApiShutdown), so a shutdown closes the pools only after the operations using them have ended.
  */
 export function registerOperationRoutes(fastify: FastifyInstance, app: INestApplicationContext, controllers: Array<Type<unknown>>): void {
   const authorizer = app.get(OperationAuthorizer);
   const idempotency = app.get(IdempotentExecution);
   const metrics = app.get(Metrics);
+  const shutdown = app.get(ApiShutdown);
   const fail = (error: unknown, request: FastifyRequest, reply: FastifyReply) => sendError(reply, request.id, error, metrics);
   for (const handler of operationHandlersOf(controllers)) {
     const instance = app.get(handler.controller) as Record<string, (...args: unknown[]) => unknown>;
@@ -95,6 +98,7 @@ export function registerOperationRoutes(fastify: FastifyInstance, app: INestAppl
       // Failures before the handler (the body's parser, its limits) leave in the same shape.
       errorHandler: fail,
       handler: async (request: FastifyRequest & { caller?: Caller }, reply: FastifyReply) => {
+        shutdown.operationStarted();
         try {
           // A key held in memory is checked without a promise (most requests): nothing to wait for then.
           const authorized = authorizer.authorize(handler.operation, request);
@@ -104,6 +108,8 @@ export function registerOperationRoutes(fastify: FastifyInstance, app: INestAppl
         } catch (error) {
           fail(error, request, reply);
           return reply;
+        } finally {
+          shutdown.operationEnded();
         }
       },
     });
