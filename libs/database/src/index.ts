@@ -6,7 +6,7 @@ export { findByRef } from './find-by-ref';
 export { dropDatabase, migrate } from './migrate';
 export { isLockNotAvailable, isLockWaitTimeout } from './lock-waits';
 export { PgNotifications } from './pg-notifications';
-export { hydrate, rawQuery, selectColumns } from './raw-query';
+export { builtOnce, hydrate, rawQuery, selectColumns } from './raw-query';
 export {
   creationOrder, DEFAULT_PAGE_LIMIT, decodeCursor, encodeCursor, inIdOrder, keysetPage, listPage, MAX_PAGE_LIMIT, pageOf, PageRequest,
   type KeysetKey, type KeysetList, type Page, type PageAnswer,

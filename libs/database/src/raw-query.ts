@@ -19,7 +19,7 @@ export function rawQuery<T extends QueryResultRow>(db: DataSource, sql: string, 
 type EntityClass<T> = new () => T;
 
 /** Per data source: what `make` builds for `key` (from the entity metadata, which a data source never changes), built once. */
-function builtOnce<V>(cache: WeakMap<DataSource, Map<string, V>>, db: DataSource, key: string, make: () => V): V {
+export function builtOnce<V>(cache: WeakMap<DataSource, Map<string, V>>, db: DataSource, key: string, make: () => V): V {
   let built = cache.get(db);
   if (!built) cache.set(db, (built = new Map()));
   let value = built.get(key);

@@ -1,6 +1,6 @@
 import { DataSource, EntityManager, Repository } from 'typeorm';
 import { ApiError, parseId } from '@ws/common';
-import { hydrate, rawQuery, selectColumns } from '@ws/database';
+import { builtOnce, hydrate, rawQuery, selectColumns } from '@ws/database';
 import { Image, ImageAttribute } from '@ws/images';
 import { Server } from '@ws/servers';
 import { User } from '@ws/users';
@@ -46,15 +46,13 @@ async function findLive(workspaces: Repository<Workspace>, target: WorkspaceTarg
  */
 export async function findAllLive(workspaces: Repository<Workspace>, ids?: string[]): Promise<Array<{ workspace: MappedWorkspace; username: string | null }>> {
   const db = workspaces.manager.connection;
-  const rows = await rawQuery(
-    db,
+  const sql = builtOnce(statements, db, ids ? 'list:ids' : 'list', () =>
     `SELECT ${selectColumns(db, Workspace, 'w', 'w_', MAPPED_WORKSPACE_FIELDS)}, ${selectColumns(db, Image, 'i', 'i_', MAPPED_IMAGE_FIELDS)}, ${selectColumns(db, ImageAttribute, 'a', 'a_')},
             ${selectColumns(db, Server, 's', 's_', MAPPED_SERVER_FIELDS)}, u.username AS u_username
        FROM workspaces w LEFT JOIN images i ON i.id = w.image_id LEFT JOIN image_attributes a ON a.image_id = i.id
        LEFT JOIN servers s ON s.id = w.server_id LEFT JOIN users u ON u.id = w.user_id
-      WHERE w.status = ANY($1)${ids ? ' AND w.id = ANY($2::uuid[])' : ''} ORDER BY w.start_date ASC, w.id ASC`,
-    ids ? [LIVE_STATUSES, ids] : [LIVE_STATUSES],
-  );
+      WHERE w.status = ANY($1)${ids ? ' AND w.id = ANY($2::uuid[])' : ''} ORDER BY w.start_date ASC, w.id ASC`);
+  const rows = await rawQuery(db, sql, ids ? [LIVE_STATUSES, ids] : [LIVE_STATUSES]);
   const found: Array<{ workspace: MappedWorkspace; username: string | null }> = [];
   let last: MappedWorkspace | null = null;
   for (const row of rows) {
@@ -88,14 +86,13 @@ export async function findWorkspaceToProvision(workspaces: Repository<Workspace>
 async function loadWithRelations(
   db: DataSource, where: string, params: unknown[], options: { imageFields?: ReadonlyArray<keyof Image & string>; withUser?: boolean },
 ): Promise<Workspace | null> {
-  const user = options.withUser ? { select: `, ${selectColumns(db, User, 'u', 'u_')}`, join: ' LEFT JOIN users u ON u.id = w.user_id' } : { select: '', join: '' };
-  const rows = await rawQuery(
-    db,
-    `SELECT ${selectColumns(db, Workspace, 'w', 'w_')}, ${selectColumns(db, Image, 'i', 'i_', options.imageFields)}, ${selectColumns(db, ImageAttribute, 'a', 'a_')}, ${selectColumns(db, Server, 's', 's_')}${user.select}
+  const sql = builtOnce(statements, db, `one:${where}:${options.imageFields?.join(',') ?? '*'}:${options.withUser ? 'user' : ''}`, () => {
+    const user = options.withUser ? { select: `, ${selectColumns(db, User, 'u', 'u_')}`, join: ' LEFT JOIN users u ON u.id = w.user_id' } : { select: '', join: '' };
+    return `SELECT ${selectColumns(db, Workspace, 'w', 'w_')}, ${selectColumns(db, Image, 'i', 'i_', options.imageFields)}, ${selectColumns(db, ImageAttribute, 'a', 'a_')}, ${selectColumns(db, Server, 's', 's_')}${user.select}
        FROM workspaces w LEFT JOIN images i ON i.id = w.image_id LEFT JOIN image_attributes a ON a.image_id = i.id LEFT JOIN servers s ON s.id = w.server_id${user.join}
-      WHERE ${where}`,
-    params,
-  );
+      WHERE ${where}`;
+  });
+  const rows = await rawQuery(db, sql, params);
   if (rows.length === 0) return null;
   const workspace = withRelations(db, rows[0]);
   if (options.withUser) workspace.user = hydrate(db, User, rows[0], 'u_');
@@ -105,6 +102,9 @@ async function loadWithRelations(
   }
   return workspace;
 }
+
+/** The lookups' statements, made once per data source (they depend only on the entities' metadata). */
+const statements = new WeakMap<DataSource, Map<string, string>>();
 
 /** The workspace, its image (attributes still to add) and its server from one row; a missing relation is null, as TypeORM leaves it. */
 function withRelations(db: DataSource, row: Record<string, unknown>): Workspace {
