@@ -4,14 +4,18 @@
 #   docker run … workspace-server node dist/apps/worker/src/main.js (a worker)
 #   docker run … workspace-server node dist/libs/database/src/migrate.js
 #   docker run … workspace-server node dist/apps/cli/src/main.js --help
-# BASE_IMAGE: any Node.js 20 image on Debian 12 with a `node` user (uid 1000). Where no image registry is
-# reachable, scripts/build-compose-images.sh makes one from Debian packages and builds this file FROM it.
-ARG BASE_IMAGE=node:20-bookworm-slim
+# BASE_IMAGE: any Node.js 24 image on Debian 12 with a `node` user (uid 1000). Where no image registry is
+# reachable, scripts/build-compose-images.sh makes one from Debian packages and the project's Node.js 24 and builds
+# this file FROM it.
+ARG BASE_IMAGE=node:24-bookworm-slim
 
 # --- build: every dependency, compile TypeScript to dist/ --------------------------------------------------
 FROM ${BASE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# No install scripts: no native addon is compiled (the slim image has no compiler), so none can be built for another
+# Node.js than the image's. The two there are optional: ssh2 (Docker hosts reached over ssh://) uses its JavaScript
+# ciphers without its sshcrypto addon, and cpu-features, which only tunes ssh2's cipher order, is left out.
 RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
 COPY apps ./apps

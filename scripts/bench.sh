@@ -2,7 +2,11 @@
 # npm run bench: every benchmark, each printing its figures and ratios against a baseline measured in the same run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -d node_modules ] || npm ci --no-audit --no-fund
+. scripts/lib/common.sh
+. scripts/lib/node.sh
+# Node.js 24 (fetched once into the user's cache unless `node` is already 24) for the build and every bench.
+use_project_node
+ensure_node_modules
 bash scripts/ensure-services.sh
 bash scripts/ensure-docker.sh
 # websockify is the baseline of the stream gateway benchmark (Debian's package).

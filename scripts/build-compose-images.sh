@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Build the images of the compose deployment without any container registry (the compose test and operators
 # without registry access use them; docker-compose.yml's defaults are the official images):
-#   1. a Node.js 20 base: the Debian base (scripts/build-debian-base-image.sh: bookworm minbase, tini,
-#      ca-certificates), plus this machine's own Node.js 20 (the files of its `nodejs` package:
-#      node, npm, corepack, headers) and its extra CA certificates, user "node" (uid/gid 1000)
-#      -> workspace-server/node20:<hash> (hash: the recipe, these scripts, the node, npm and package versions, the CAs)
+#   1. a Node.js 24 base: the Debian base (scripts/build-debian-base-image.sh: bookworm minbase, tini,
+#      ca-certificates), plus the project's Node.js 24 (scripts/lib/node.sh: the official binaries from the user's
+#      cache, fetched there once; `node` and its headers in /usr/local as in the official image), this machine's
+#      npm (its whole directory, with the npm and npx links) and its extra CA certificates, user "node" (uid/gid 1000)
+#      -> workspace-server/node24:<hash> (hash: the recipe, these scripts, the node and npm versions, the CAs)
 #   2. PostgreSQL 15 and Redis 7 from Debian's postgresql-15 and redis-server (images/compose-deps, a layer on the
 #      Debian base, two tags) -> workspace-server/postgres:<hash>, workspace-server/redis:<hash>
 #   3. the service image: `docker build` of the repo's Dockerfile FROM (1)
@@ -23,8 +24,10 @@ REPO_DIR="$(cd -- "$SCRIPT_DIR/.." && pwd)"
 . "$SCRIPT_DIR/lib/common.sh"
 # shellcheck source-path=SCRIPTDIR source=lib/debootstrap-image.sh
 . "$SCRIPT_DIR/lib/debootstrap-image.sh"
+# shellcheck source-path=SCRIPTDIR source=lib/node.sh
+. "$SCRIPT_DIR/lib/node.sh"
 
-HASHED_RELS=(scripts/build-compose-images.sh scripts/build-debian-base-image.sh scripts/lib/debootstrap-image.sh)
+HASHED_RELS=(scripts/build-compose-images.sh scripts/build-debian-base-image.sh scripts/lib/debootstrap-image.sh scripts/lib/node.sh)
 IMAGE_CMD='["/bin/sh"]'
 BUILD_TIMEOUT="${COMPOSE_IMAGES_BUILD_TIMEOUT:-1200}"
 image_exists() { docker image inspect "$1" >/dev/null 2>&1; }
@@ -42,7 +45,7 @@ short_hash() { sha256sum | cut -c1-12; }
 _cid="" _tmp_files=()
 cleanup() {
   [ -z "$_cid" ] || docker rm -f "$_cid" >/dev/null 2>&1 || true
-  [ "${#_tmp_files[@]}" -eq 0 ] || rm -f "${_tmp_files[@]}"
+  [ "${#_tmp_files[@]}" -eq 0 ] || rm -rf "${_tmp_files[@]}"
 }
 trap cleanup EXIT
 flatten() {
@@ -66,14 +69,19 @@ build_layer() {
     build_layered_image ) | tail -n 1
 }
 
-# --- 1. Node.js 20 base -------------------------------------------------------------------------------------
-have node && have dpkg-query || die "need this machine's Node.js 20 (package nodejs) to make the local base"
-node_major="$(node -p 'process.versions.node.split(".")[0]')"
-[ "$node_major" = 20 ] || die "this machine's Node.js is $(node --version), not 20"
+# --- 1. Node.js 24 base -------------------------------------------------------------------------------------
+# The project's Node.js 24 (fetched once into the user's cache, whatever `node` is on PATH) and this machine's npm
+# (…/lib/node_modules/npm behind `npm` on PATH; its version is what the base has, whichever node runs it).
+NODE_DIR="$(project_node_dir)" || exit 1
+npm_cli="$(readlink -f -- "$(command -v npm)")" || die "no npm on PATH: the Node.js base takes this machine's npm"
+NPM_DIR="${npm_cli%/bin/npm-cli.js}"
+[ "$NPM_DIR" != "$npm_cli" ] && [ -f "$NPM_DIR/package.json" ] \
+  || die "cannot find this machine's npm directory (…/node_modules/npm/bin/npm-cli.js) behind $(command -v npm)"
+npm_version="$("$NODE_DIR/bin/node" -p 'require(process.argv[1]).version' "$NPM_DIR/package.json")" || die "cannot read $NPM_DIR/package.json"
 EXTRA_CAS=/usr/local/share/ca-certificates
-node_base_hash="$({ recipe_hash images/debian-base; node --version; npm --version; dpkg-query -W -f '${Version}\n' nodejs
+node_base_hash="$({ recipe_hash images/debian-base; "$NODE_DIR/bin/node" --version; echo "npm $npm_version"
   [ ! -d "$EXTRA_CAS" ] || find "$EXTRA_CAS" -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum; } | short_hash)"
-NODE_BASE="workspace-server/node20:$node_base_hash"
+NODE_BASE="workspace-server/node24:$node_base_hash"
 if image_exists "$NODE_BASE"; then
   log "image $NODE_BASE is up to date"
 else
@@ -81,26 +89,35 @@ else
   [ -n "$rootfs_tag" ] || die "the Debian base was not built"
   with_lock node-base-image 900
   if ! image_exists "$NODE_BASE"; then
-    # The machine's Node.js: its package's files (dpkg -L nodejs) without documentation, and npm and corepack
-    # whole (npm may have been upgraded in place, adding files the package does not list). Also the machine's own
-    # extra certificate authorities (/usr/local/share/ca-certificates), which Node.js is told to trust as it is
-    # here (NODE_EXTRA_CA_CERTS): npm in the build reaches the registry the way this machine does.
-    files="$(mktemp)" tarball="$(mktemp)"; _tmp_files+=("$files" "$tarball")
-    { dpkg -L nodejs | grep -E '^/usr/(bin/(node|npm|npx|corepack)$|include/node(/|$))' | sed 's#^/##'
-      (cd / && find usr/lib/node_modules/npm usr/lib/node_modules/corepack)
-      echo usr/share/doc/nodejs/copyright
-      [ ! -d "$EXTRA_CAS" ] || (cd / && find "${EXTRA_CAS#/}"); } | LC_ALL=C sort -u >"$files"
-    tar -C / --no-recursion -cf "$tarball" usr/lib/node_modules -T "$files" || die "cannot pack this machine's Node.js"
+    # Where the official image has them: /usr/local/bin/node, /usr/local/include/node (node-gyp in the image builds
+    # against these: npm_config_nodedir), npm whole in /usr/local/lib/node_modules/npm (it may have been upgraded in
+    # place) with its npm and npx links. Also the machine's own extra certificate authorities
+    # (/usr/local/share/ca-certificates), which Node.js is told to trust as it is here (NODE_EXTRA_CA_CERTS): npm in
+    # the build reaches the registry the way this machine does.
+    stage="$(mktemp -d)" tarball="$(mktemp)"; _tmp_files+=("$stage" "$tarball")
+    chmod 0755 "$stage"
+    mkdir -p "$stage/usr/local/bin" "$stage/usr/local/include" "$stage/usr/local/lib/node_modules" "$stage/usr/local/share/doc/node"
+    cp -a "$NODE_DIR/bin/node" "$stage/usr/local/bin/node" && cp -a "$NODE_DIR/include/node" "$stage/usr/local/include/node" \
+      && cp -a "$NODE_DIR/LICENSE" "$stage/usr/local/share/doc/node/LICENSE" \
+      && cp -a "$NPM_DIR" "$stage/usr/local/lib/node_modules/npm" \
+      && ln -s ../lib/node_modules/npm/bin/npm-cli.js "$stage/usr/local/bin/npm" \
+      && ln -s ../lib/node_modules/npm/bin/npx-cli.js "$stage/usr/local/bin/npx" \
+      || die "cannot stage Node.js and npm in $stage"
+    if [ -d "$EXTRA_CAS" ]; then mkdir -p "$stage$EXTRA_CAS" && cp -a "$EXTRA_CAS/." "$stage$EXTRA_CAS/" || die "cannot stage $EXTRA_CAS"; fi
+    tar -C "$stage" --owner=0 --group=0 --numeric-owner -cf "$tarball" usr || die "cannot pack Node.js and npm"
     flatten "$rootfs_tag" "$NODE_BASE" '
       set -e
       usermod -l node -d /home/node -m workspace && groupmod -n node workspace
       update-ca-certificates >/dev/null
-      node --version >/dev/null && npm --version >/dev/null' "$tarball" \
+      node --version | grep -q "^v24\." && npm --version >/dev/null' "$tarball" \
       --change 'ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt' \
       --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+      --change 'ENV npm_config_nodedir=/usr/local' \
       --change 'WORKDIR /' --change 'CMD ["node"]'
     log "built $NODE_BASE"
     prune_others "$NODE_BASE"
+    # The Node.js 20 bases this script made before.
+    docker images --format '{{.Repository}}:{{.Tag}}' workspace-server/node20 | xargs -r docker rmi >/dev/null 2>&1 || true
   fi
 fi
 

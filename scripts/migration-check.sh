@@ -3,6 +3,10 @@
 # then asks TypeORM whether it would generate anything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/common.sh
+. scripts/lib/node.sh
+use_project_node
+ensure_node_modules
 [ -d dist ] || npm run --silent build
 scratch="ws_migration_check_$$"
 export DATABASE_NAME=$scratch

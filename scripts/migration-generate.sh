@@ -3,6 +3,10 @@
 # Usage: npm run migration:generate -- AddThing
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/common.sh
+. scripts/lib/node.sh
+use_project_node
+ensure_node_modules
 name=${1:?usage: npm run migration:generate -- <Name>}
 npm run --silent build
 scratch="ws_migration_gen_$$"

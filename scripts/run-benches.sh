@@ -8,6 +8,13 @@
 set -uo pipefail
 
 [ "$#" -gt 0 ] || { echo "usage: $0 <bench.js>..." >&2; exit 2; }
+REPO_DIR="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$REPO_DIR/scripts/lib/common.sh"
+. "$REPO_DIR/scripts/lib/node.sh"
+# Node.js 24 (npm run bench has it on PATH already; run alone, this fetches it once into the user's cache) and
+# node_modules' native addons built for it.
+use_project_node
+(cd "$REPO_DIR" && ensure_node_modules) || exit 1
 bound="${BENCH_TIMEOUT:-30m}"
 failed=()
 for bench in "$@"; do

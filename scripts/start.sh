@@ -3,9 +3,13 @@
 # migrates, registers the local Docker host, the desktop and the browser image, builds the egress sidecar image, then runs the api and one worker.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/common.sh
+. scripts/lib/node.sh
 log() { printf '[start] %s\n' "$*" >&2; }
 
-[ -d node_modules ] || { log "installing npm packages"; npm ci --no-audit --no-fund; }
+# Node.js 24 (fetched once into the user's cache unless `node` is already 24) for the build, the api and the worker.
+use_project_node
+ensure_node_modules
 bash scripts/ensure-services.sh
 docker_ok=1
 bash scripts/ensure-docker.sh || { docker_ok=0; log "WARNING: no Docker engine; the api runs, but workspaces cannot start"; }

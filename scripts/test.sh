@@ -3,6 +3,10 @@
 # Extra arguments go to jest (e.g. npm test -- test/e2e/users).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/common.sh
+. scripts/lib/node.sh
+# Node.js 24 for this run and everything it starts (jest, the api and workers it spawns).
+use_project_node
 # Each line says how far into the run it is (bash's SECONDS), so a slow phase shows in any log of the run.
 log() { printf '[test %ss] %s\n' "$SECONDS" "$*" >&2; }
 images=$(mktemp -d)
@@ -10,12 +14,9 @@ images=$(mktemp -d)
 trap 'jobs -p | xargs -r kill 2>/dev/null; rm -rf "$images"' EXIT
 
 bash scripts/ensure-services.sh
-# npm's packages download while Docker installs and starts (both mostly wait on the network on a fresh machine).
-npm_packages=
-if [ ! -d node_modules ]; then
-  log "installing npm packages"
-  npm ci --no-audit --no-fund & npm_packages=$!
-fi
+# npm's packages download while Docker installs and starts (both mostly wait on the network on a fresh machine); a
+# node_modules installed under another Node.js has its native addons rebuilt meanwhile (scripts/lib/node.sh).
+ensure_node_modules & npm_packages=$!
 bash scripts/ensure-docker.sh
 # debootstrap, which every image build installs first (under the lock their package cache is filled under), before
 # the host's test tools take apt's lock for a minute (scripts/lib/common.sh: apt installs take turns).
@@ -60,7 +61,7 @@ test_images=$!
 # compile (their installs and the builds' take turns on apt: scripts/lib/common.sh).
 ( bash scripts/ensure-test-tools.sh && bash scripts/ensure-browser.sh && bash scripts/ensure-media-tools.sh ) &
 host_tools=$!
-if [ -n "$npm_packages" ]; then wait "$npm_packages" || { log "npm ci failed"; exit 1; }; fi
+wait "$npm_packages" || { log "installing or rebuilding the npm packages failed"; exit 1; }
 log "compiling"
 npm run --silent build
 wait "$host_tools" || { log "installing the host's test tools failed"; exit 1; }
@@ -86,7 +87,7 @@ WS_TEST_DESKTOP_IMAGE=$(cat "$images/desktop.tag") WS_TEST_BROWSER_IMAGE=$(cat "
 WS_TEST_EGRESS_IMAGE=$(cat "$images/egress.tag") WS_TEST_SERVERS_IMAGE=$(cat "$images/servers.tag")
 export WS_TEST_DESKTOP_IMAGE WS_TEST_BROWSER_IMAGE WS_TEST_EGRESS_IMAGE WS_TEST_SERVERS_IMAGE
 log "images: desktop $WS_TEST_DESKTOP_IMAGE, browser $WS_TEST_BROWSER_IMAGE, egress $WS_TEST_EGRESS_IMAGE, test servers $WS_TEST_SERVERS_IMAGE"
-# The compose deployment's images: the service image (Dockerfile, once per source hash) on a Node.js 20 base, and
+# The compose deployment's images: the service image (Dockerfile, once per source hash) on a Node.js 24 base, and
 # PostgreSQL and Redis, all made from Debian packages (test/e2e/compose.e2e-spec.ts).
 bash scripts/build-compose-images.sh >"$images/compose.env" &
 compose_images=$!

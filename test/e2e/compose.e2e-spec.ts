@@ -8,7 +8,7 @@ import { desktopImage, freePort, HEX32, waitFor } from './harness';
 
 /**
  * The compose deployment for real (issue 23, points 1-2): docker-compose.yml with the service image built from the
- * Dockerfile (FROM a Node.js 20 base made from Debian packages) and PostgreSQL and Redis images made from Debian
+ * Dockerfile (FROM a Debian base with the project's Node.js 24) and PostgreSQL and Redis images made from Debian
  * packages (scripts/build-compose-images.sh; npm test passes their tags), under a project name of its own, the api
  * on a loopback port. The host's Docker is registered through the cli inside the api container, a workspace goes
  * request → running → destroyed over HTTP, and the stack goes down leaving no container, network or volume.
