@@ -157,6 +157,7 @@ async function main(): Promise<void> {
       console.log(`  full speed     bare ${fmt(summary(full.bare))}`);
       console.log(`  ${FIXED_RATE}/s fixed   api  ${fmt(summary(fixed.api))}`);
       console.log(`  ${FIXED_RATE}/s fixed   bare ${fmt(summary(fixed.bare))}`);
+      console.log(`  p99 at ${FIXED_RATE}/s per round: api ${fixed.api.map((f) => f.p99.toFixed(1)).join(' ')}   bare ${fixed.bare.map((f) => f.p99.toFixed(1)).join(' ')}`);
       console.log(`  ratio api/bare requests/s ${ratio.toFixed(2)} (per round: ${full.api.map((f, i) => (f.rps / full.bare[i].rps).toFixed(2)).join(' ')})   CPU/req api/bare ${(summary(full.api).cpuUs / summary(full.bare).cpuUs).toFixed(2)}   p99 at ${FIXED_RATE}/s api/bare ${(p99 / summary(fixed.bare).p99).toFixed(2)}`);
       const met = ratio >= TARGET_RATIO && p99 < TARGET_P99_MS && errors === 0;
       console.log(`  target: ≥ ${TARGET_RATIO}× requests/s, p99 < ${TARGET_P99_MS} ms and 0 errors at ${FIXED_RATE}/s: ${met ? 'met' : 'NOT met'}`);
