@@ -135,7 +135,7 @@ async function imageFigures(): Promise<void> {
     await deployment.close();
   }
   console.log(`\nService image ${image}`);
-  console.log(`  size ${(size / 1e6).toFixed(0)} MB (docker image inspect .Size: every layer, the Node.js 20 base included)`);
+  console.log(`  size ${(size / 1e6).toFixed(0)} MB (docker image inspect .Size: every layer, the Node.js base included)`);
   console.log(`  start: docker run of the api → /api/health/live 200: median ${(median(starts) / 1000).toFixed(2)} s (runs: ${starts.map((s) => (s / 1000).toFixed(2)).join(' ')} s)`);
 }
 

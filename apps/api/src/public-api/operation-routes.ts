@@ -73,7 +73,7 @@ export function operationHandlersOf(controllers: Array<Type<unknown>>): Operatio
  * permissions (OperationAuthorizer), an Idempotency-Key where the catalog allows one, the DTO's rules, the handler,
  * and any failure sent as describeError says. Nest still makes the controllers (they are providers) and runs the
  * other routes; its route execution (guards, pipes, interceptors and parameter factories run as chains of promises)
- * would cost each operation about 20 promises, each of which Node 20's async-context hooks then visit.
+ * would cost each operation about 20 promises (under Node 20, each also ran the log context's async-context hooks).
  * Registered before the application listens; the request hooks (log context, metrics, request id) apply as to any route.
  * Each run is counted (ApiShutdown), so a shutdown closes the pools only after the operations using them have ended.
  */
