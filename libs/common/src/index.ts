@@ -8,5 +8,6 @@ export type { SecretPurpose } from './secret-cipher';
 export { newId, parseId, randomSecret, sha256, toWireId } from './ids';
 export { addSeconds, formatTimestamp } from './timestamps';
 export { MAX_JSON_DEPTH, Settable, ApiValidationPipe, validateBody, findJsonProblem, unstorableTextReason } from './validation';
+export { acceptedInstance } from './validation-plans';
 export { isKnownTimeZone, parseLanguageTag } from './locale';
 export type { LanguageTag } from './locale';
