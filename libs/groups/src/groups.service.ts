@@ -72,19 +72,8 @@ export class GroupsService {
   }
 
   /** The groups of each user, ordered by priority (the first group decides conflicting settings). */
-  async groupsOf(userIds: string[]): Promise<Map<string, Group[]>> {
-    const result = new Map<string, Group[]>(userIds.map((id) => [id, []]));
-    if (userIds.length === 0) return result;
-    // A raw select: on every get_user, get_workspaces and status call, TypeORM's query building and
-    // hydration of the join cost several times the query itself.
-    const rows = await rawQuery<GroupRow & { member_id: string }>(
-      this.groups.manager.connection,
-      `SELECT m.user_id AS member_id, ${GROUP_COLUMNS} FROM user_groups m JOIN groups g ON g.id = m.group_id WHERE m.user_id = ANY($1)`,
-      [[...new Set(userIds)]],
-    );
-    rows.sort(byPriorityThenName);
-    for (const row of rows) result.get(row.member_id)?.push(groupFromRow(row));
-    return result;
+  groupsOf(userIds: string[]): Promise<Map<string, Group[]>> {
+    return this.membersGroups(userIds, GROUP_COLUMNS, groupFromRow);
   }
 
   /**
@@ -92,36 +81,40 @@ export class GroupsService {
    * workspace read asks this for each owner, and the rest of a group's row (its permissions array, dates) cost
    * more to parse and keep than the settings themselves.
    */
-  async settingsGroupsOf(userIds: string[]): Promise<Map<string, SettingsGroup[]>> {
-    const result = new Map<string, SettingsGroup[]>(userIds.map((id) => [id, []]));
-    if (userIds.length === 0) return result;
-    const rows = await rawQuery<SettingsGroupRow>(
-      this.groups.manager.connection,
-      `SELECT m.user_id AS member_id, g.name, g.priority, g.keepalive_expiration, g.usage_limit, g.usage_interval, g.default_image_id, g.record_sessions, g.client_settings
-         FROM user_groups m JOIN groups g ON g.id = m.group_id WHERE m.user_id = ANY($1)`,
-      [[...new Set(userIds)]],
-    );
-    rows.sort(byPriorityThenName);
-    for (const row of rows) {
-      result.get(row.member_id)?.push({
+  settingsGroupsOf(userIds: string[]): Promise<Map<string, SettingsGroup[]>> {
+    return this.membersGroups(
+      userIds,
+      'g.name, g.priority, g.keepalive_expiration, g.usage_limit, g.usage_interval, g.default_image_id, g.record_sessions, g.client_settings',
+      (row: SettingsGroupRow): SettingsGroup => ({
         keepaliveExpiration: row.keepalive_expiration, usageLimit: row.usage_limit, usageInterval: row.usage_interval,
         defaultImageId: row.default_image_id, recordSessions: row.record_sessions, clientSettings: row.client_settings,
-      });
-    }
-    return result;
+      }),
+    );
   }
 
   /** The groups of each user as user responses list them (id and name), in groupsOf's order. */
-  async groupSummariesOf(userIds: string[]): Promise<Map<string, Array<Pick<Group, 'id' | 'name'>>>> {
-    const result = new Map<string, Array<Pick<Group, 'id' | 'name'>>>(userIds.map((id) => [id, []]));
+  groupSummariesOf(userIds: string[]): Promise<Map<string, Array<Pick<Group, 'id' | 'name'>>>> {
+    return this.membersGroups(userIds, 'g.id, g.name, g.priority', (row: Pick<GroupRow, 'id' | 'name' | 'priority'>) => ({ id: row.id, name: row.name }));
+  }
+
+  /**
+   * Each user's groups (every user named gets an entry), read with `columns` (which must include the name and
+   * priority they are ordered by) and made into what the caller wants by `toGroup`. A raw select: on every
+   * get_user, get_workspaces and status call, TypeORM's query building and hydration of the join cost several
+   * times the query itself.
+   */
+  private async membersGroups<Row extends Pick<GroupRow, 'name' | 'priority'>, T>(
+    userIds: string[], columns: string, toGroup: (row: Row) => T,
+  ): Promise<Map<string, T[]>> {
+    const result = new Map<string, T[]>(userIds.map((id) => [id, []]));
     if (userIds.length === 0) return result;
-    const rows = await rawQuery<{ member_id: string; id: string; name: string; priority: number }>(
+    const rows = await rawQuery<Row & { member_id: string }>(
       this.groups.manager.connection,
-      'SELECT m.user_id AS member_id, g.id, g.name, g.priority FROM user_groups m JOIN groups g ON g.id = m.group_id WHERE m.user_id = ANY($1)',
+      `SELECT m.user_id AS member_id, ${columns} FROM user_groups m JOIN groups g ON g.id = m.group_id WHERE m.user_id = ANY($1)`,
       [[...new Set(userIds)]],
     );
     rows.sort(byPriorityThenName);
-    for (const row of rows) result.get(row.member_id)?.push({ id: row.id, name: row.name });
+    for (const row of rows) result.get(row.member_id)?.push(toGroup(row));
     return result;
   }
 
@@ -177,7 +170,7 @@ interface GroupRow {
   created_at: Date;
 }
 
-type SettingsGroupRow = Pick<GroupRow, 'name' | 'priority' | 'keepalive_expiration' | 'usage_limit' | 'usage_interval' | 'default_image_id' | 'record_sessions' | 'client_settings'> & { member_id: string };
+type SettingsGroupRow = Pick<GroupRow, 'name' | 'priority' | 'keepalive_expiration' | 'usage_limit' | 'usage_interval' | 'default_image_id' | 'record_sessions' | 'client_settings'>;
 
 /** A Group entity from a row of GROUP_COLUMNS (every column of the table). */
 function groupFromRow(row: GroupRow): Group {
