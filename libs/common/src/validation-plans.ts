@@ -33,19 +33,21 @@ interface Plan {
   known: Set<string>;
 }
 
-interface RuleStorage {
+/** class-validator's rule storage, with the methods its executor uses (and validation.ts wraps) typed. */
+export type RuleStorage = ReturnType<typeof getMetadataStorage> & {
   getTargetValidationMetadatas(target: unknown, schema: string | undefined, always: boolean, strictGroups: boolean, groups?: string[]): ValidationMetadata[];
   groupByPropertyName(metadata: ValidationMetadata[]): Record<string, ValidationMetadata[]>;
-  getTargetValidatorConstraints(target: unknown): Constraint[];
-}
+  addValidationMetadata(metadata: ValidationMetadata): void;
+};
 interface TransformerStorage {
   findTypeMetadata(target: unknown, propertyName: string): { typeFunction(): unknown; options?: { discriminator?: unknown } } | undefined;
   _transformMetadatas: Map<unknown, unknown>;
   _exposeMetadatas: Map<unknown, unknown>;
   _excludeMetadatas: Map<unknown, unknown>;
 }
+/** class-transformer's decorator storage (its @Type, @Transform, @Expose, @Exclude records). */
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- class-transformer exports its storage only from this file
-const { defaultMetadataStorage: transformer } = require('class-transformer/cjs/storage') as { defaultMetadataStorage: TransformerStorage };
+export const { defaultMetadataStorage: transformerStorage } = require('class-transformer/cjs/storage') as { defaultMetadataStorage: TransformerStorage };
 
 let plans = new WeakMap<Dto, Plan | null>();
 
@@ -82,8 +84,8 @@ function build(type: Dto, source: Record<string, unknown>, depth: number): objec
     }
     for (const { metadata, constraints } of property.checks) {
       const args: ValidationArguments = { targetName: type.name, property: metadata.propertyName, object: instance, value, constraints: metadata.constraints };
+      const each = metadata.each && Array.isArray(value);
       for (const constraint of constraints) {
-        const each = metadata.each && Array.isArray(value);
         const passed = each ? (value as unknown[]).every((item) => constraint.instance.validate(item, args) === true) : constraint.instance.validate(value, args) === true;
         if (!passed) return undefined;
       }
@@ -131,9 +133,9 @@ function planOf(type: Dto): Plan | null {
 /** The plan of a DTO class, or null when it has anything the plan does not model (groups, transforms, other rule kinds). */
 function makePlan(type: Dto): Plan | null {
   for (let target: unknown = type; typeof target === 'function' && target !== Function.prototype; target = Object.getPrototypeOf(target)) {
-    if (transformer._transformMetadatas.has(target) || transformer._exposeMetadatas.has(target) || transformer._excludeMetadatas.has(target)) return null;
+    if (transformerStorage._transformMetadatas.has(target) || transformerStorage._exposeMetadatas.has(target) || transformerStorage._excludeMetadatas.has(target)) return null;
   }
-  const storage = getMetadataStorage() as unknown as RuleStorage;
+  const storage = getMetadataStorage() as RuleStorage;
   // The lookup class-validator's executor makes for an instance of `type` (no schema, groups or `always`).
   const rules = storage.getTargetValidationMetadatas(type, undefined, false, false, undefined);
   const grouped = storage.groupByPropertyName(rules);
@@ -146,12 +148,12 @@ function makePlan(type: Dto): Plan | null {
       if (metadata.type === ValidationTypes.CONDITIONAL_VALIDATION) property.conditions.push(metadata.constraints[0] as Condition);
       else if (metadata.type === ValidationTypes.NESTED_VALIDATION) nestedRule = true;
       else if (metadata.type !== ValidationTypes.WHITELIST) {
-        const constraints = storage.getTargetValidatorConstraints(metadata.constraintCls);
+        const constraints: Constraint[] = storage.getTargetValidatorConstraints(metadata.constraintCls);
         if (constraints.length === 0) return null;
         property.checks.push({ metadata, constraints });
       }
     }
-    const typed = transformer.findTypeMetadata(type, name);
+    const typed = transformerStorage.findTypeMetadata(type, name);
     // @Type and @ValidateNested together, or neither: anything else the full path decides.
     if (typed?.options?.discriminator || !!typed !== nestedRule) return null;
     if (typed) {

@@ -3,7 +3,7 @@ import { plainToInstance } from 'class-transformer';
 import { getMetadataStorage, ValidateIf, type ValidationError, ValidationTypes, type ValidatorOptions, validateSync } from 'class-validator';
 import type { ValidationMetadata } from 'class-validator/types/metadata/ValidationMetadata';
 import { ApiError, ErrorCode } from './errors';
-import { acceptedInstance, forgetPlans } from './validation-plans';
+import { acceptedInstance, forgetPlans, type RuleStorage, transformerStorage } from './validation-plans';
 
 /** Flattens class-validator errors into "target_user.username must be a string; …". */
 export function describeValidationErrors(errors: ValidationError[], parent = ''): string[] {
@@ -51,10 +51,6 @@ export class ApiValidationPipe implements PipeTransform {
   }
 }
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports -- class-transformer exports its storage only from this file
-const { defaultMetadataStorage: transformerTypes } = require('class-transformer/cjs/storage') as {
-  defaultMetadataStorage: { findTypeMetadata(target: () => void, propertyName: string): { typeFunction(): unknown } | undefined };
-};
 const checkedClasses = new WeakSet<object>();
 
 /**
@@ -75,18 +71,13 @@ export function assertSynchronousRules(type: object): void {
         const asynchronous = storage.getTargetValidatorConstraints(rule.constraintCls).some((constraint) => constraint.async);
         if (asynchronous) throw new Error(`${(target as { name?: string }).name}.${rule.propertyName} has an asynchronous rule; request bodies are validated synchronously`);
       }
-      const nested = rule.type === ValidationTypes.NESTED_VALIDATION ? transformerTypes.findTypeMetadata(target as () => void, rule.propertyName)?.typeFunction() : undefined;
+      const nested = rule.type === ValidationTypes.NESTED_VALIDATION ? transformerStorage.findTypeMetadata(target, rule.propertyName)?.typeFunction() : undefined;
       if (typeof nested === 'function') pending.push(nested);
     }
   }
   checkedClasses.add(type);
 }
 
-type RuleStorage = ReturnType<typeof getMetadataStorage> & {
-  getTargetValidationMetadatas(target: unknown, schema: string, always: boolean, strictGroups: boolean, groups?: string[]): ValidationMetadata[];
-  groupByPropertyName(metadata: ValidationMetadata[]): Record<string, ValidationMetadata[]>;
-  addValidationMetadata(metadata: ValidationMetadata): void;
-};
 let rememberingRules = false;
 
 /**
