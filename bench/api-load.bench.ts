@@ -2,7 +2,8 @@
  * Issue 8 benchmark: the developer API under load. autocannon drives get_user, get_workspaces and
  * get_workspace_status (stored state: running workspace rows, skip_agent_check) through the real api process,
  * and the same requests against a bare Fastify + pg server doing the same reads (the same statements, round trips
- * and answers; the key checked from memory, as the api holds it) in the same run: first at full speed (requests/s), then at a fixed rate (latency).
+ * and answers; the key checked from memory, as the api holds it) in the same run: first at full speed (requests/s, autocannon), then at a
+ * fixed rate evenly paced (latency, bench/paced-load.ts).
  * Target (issue 25): each operation at ≥ 0.85× the bare server's requests/s, and p99 < 15 ms with zero errors at 1,000 requests/s.
  * Both servers run in processes of their own, so the load generator never shares their event loop.
  */
@@ -19,6 +20,7 @@ import { DEFAULT_CLIENT_SETTINGS, Group, UserGroup } from '@ws/groups';
 import { UsersService } from '@ws/users';
 import { Workspace } from '@ws/workspaces';
 import { benchDeployment, benchEnv, BenchSettings, freePort, registerLocalDesktop, treeCpuMs, until, withSetupApi } from './harness';
+import { pacedLoad } from './paced-load';
 import { median } from './stats';
 
 const ROOT = join(__dirname, '..');
@@ -40,16 +42,28 @@ interface Figures {
   p50: number;
   p99: number;
   errors: number;
+  /** At the fixed rate: how late the generator sent (p99, ms; part of the latencies) and its CPU per request (µs). */
+  sendLag?: number;
+  generatorCpuUs?: number;
 }
 
-async function load(url: string, body: object, pid: number, options: { overallRate?: number; seconds: number }): Promise<Figures> {
+/** Full speed: autocannon's connections each send the next request as soon as the last is answered. */
+async function load(url: string, body: object, pid: number, options: { seconds: number }): Promise<Figures> {
   const cpuBefore = treeCpuMs(pid);
   const result = await autocannon({
     url, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
-    connections: CONNECTIONS, duration: options.seconds, overallRate: options.overallRate, timeout: 10,
+    connections: CONNECTIONS, duration: options.seconds, timeout: 10,
   });
   const cpuUs = ((treeCpuMs(pid) - cpuBefore) * 1000) / Math.max(1, result.requests.total);
   return { rps: result.requests.average, cpuUs, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.timeouts + result.non2xx };
+}
+
+/** A fixed rate, evenly paced, latency counted from when each request was due (bench/paced-load.ts). */
+async function paced(url: string, body: object, pid: number, seconds: number): Promise<Figures> {
+  const cpuBefore = treeCpuMs(pid);
+  const result = await pacedLoad({ url, body, rate: FIXED_RATE, seconds, connections: CONNECTIONS });
+  const cpuUs = ((treeCpuMs(pid) - cpuBefore) * 1000) / Math.max(1, FIXED_RATE * seconds);
+  return { rps: result.rps, cpuUs, p50: result.p50, p99: result.p99, errors: result.errors, sendLag: result.sendLagP99, generatorCpuUs: result.generatorCpuUs };
 }
 
 /** Medians over rounds; errors summed. */
@@ -135,7 +149,7 @@ async function main(): Promise<void> {
       sameAnswers(operation, answers[0], answers[1]);
     }
 
-    console.log(`\nAPI under load (autocannon, ${CONNECTIONS} connections, ${ROUNDS} alternating rounds of ${SECONDS} s per figure; baseline: bare Fastify + pg doing the same reads)`);
+    console.log(`\nAPI under load (${ROUNDS} alternating rounds of ${SECONDS} s per figure, up to ${CONNECTIONS} connections: full speed by autocannon, ${FIXED_RATE}/s evenly paced with latency from each request's due time; baseline: bare Fastify + pg doing the same reads)`);
     for (const [operation, body] of operations.filter(([op]) => ONLY.length === 0 || ONLY.includes(op))) {
       const url = (base: string) => `${base}/api/public/${operation}`;
       // Warm both (JIT, pools), then alternate short rounds so background load on the shared machine hits
@@ -154,8 +168,8 @@ async function main(): Promise<void> {
       // server came next (a p99 of 42 ms for the bare server, 9–10 in its other rounds).
       for (let round = 0; round < ROUNDS; round++) {
         for (const [side, base] of orderOf(round)) {
-          await load(url(base), body, pids[side], { seconds: 1, overallRate: FIXED_RATE });
-          fixed[side].push(await load(url(base), body, pids[side], { seconds: SECONDS, overallRate: FIXED_RATE }));
+          await paced(url(base), body, pids[side], 1);
+          fixed[side].push(await paced(url(base), body, pids[side], SECONDS));
         }
       }
       const ratio = median(full.api.map((f, i) => f.rps / full.bare[i].rps));
@@ -166,7 +180,10 @@ async function main(): Promise<void> {
       console.log(`  full speed     bare ${fmt(summary(full.bare))}`);
       console.log(`  ${FIXED_RATE}/s fixed   api  ${fmt(summary(fixed.api))}`);
       console.log(`  ${FIXED_RATE}/s fixed   bare ${fmt(summary(fixed.bare))}`);
-      console.log(`  p99 at ${FIXED_RATE}/s per round: api ${fixed.api.map((f) => f.p99.toFixed(1)).join(' ')}   bare ${fixed.bare.map((f) => f.p99.toFixed(1)).join(' ')}`);
+      const rounds = (figures: Figures[]) => figures.map((f) => f.p99.toFixed(1)).join(' ');
+      const generator = (figures: Figures[]) => `${median(figures.map((f) => f.sendLag ?? 0)).toFixed(1)} ms late at p99, ${median(figures.map((f) => f.generatorCpuUs ?? 0)).toFixed(0)} µs CPU/req`;
+      console.log(`  p99 at ${FIXED_RATE}/s per round: api ${rounds(fixed.api)}   bare ${rounds(fixed.bare)}`);
+      console.log(`  the paced generator: ${generator(fixed.api)} (api) / ${generator(fixed.bare)} (bare)`);
       console.log(`  ratio api/bare requests/s ${ratio.toFixed(2)} (per round: ${full.api.map((f, i) => (f.rps / full.bare[i].rps).toFixed(2)).join(' ')})   CPU/req api/bare ${(summary(full.api).cpuUs / summary(full.bare).cpuUs).toFixed(2)}   p99 at ${FIXED_RATE}/s api/bare ${(p99 / summary(fixed.bare).p99).toFixed(2)}`);
       const met = ratio >= TARGET_RATIO && p99 < TARGET_P99_MS && errors === 0;
       console.log(`  target: ≥ ${TARGET_RATIO}× requests/s, p99 < ${TARGET_P99_MS} ms and 0 errors at ${FIXED_RATE}/s: ${met ? 'met' : 'NOT met'}`);
