@@ -122,9 +122,11 @@ async function main(): Promise<void> {
     const [apiPort, barePort] = await Promise.all([freePort(), freePort()]);
     const env = benchEnv(settings, { API_PORT: String(apiPort), API_HOST: '127.0.0.1' });
     // BENCH_PROFILE_API=<dir> writes CPU profiles of the api and the bare server (on exit) for finding hot spots.
+    // BENCH_API_SERVER_FLAGS adds Node/V8 flags to both servers (to try one on both alike).
     const profile = process.env.BENCH_PROFILE_API ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_API}`] : [];
-    const apiProcess = spawn(process.execPath, [...profile, join(ROOT, 'apps/api/src/main.js')], { env, stdio: 'inherit' });
-    const bareProcess = fork(__filename, ['bare-server', String(barePort), auth.api_key, secretSha256], { env, stdio: 'inherit', execArgv: [...process.execArgv, ...profile] });
+    const flags = [...profile, ...(process.env.BENCH_API_SERVER_FLAGS ?? '').split(' ').filter(Boolean)];
+    const apiProcess = spawn(process.execPath, [...flags, join(ROOT, 'apps/api/src/main.js')], { env, stdio: 'inherit' });
+    const bareProcess = fork(__filename, ['bare-server', String(barePort), auth.api_key, secretSha256], { env, stdio: 'inherit', execArgv: [...process.execArgv, ...flags] });
     children.push(apiProcess, bareProcess);
     const pids = { api: apiProcess.pid as number, bare: bareProcess.pid as number };
     const api = `http://127.0.0.1:${apiPort}`;
