@@ -18,8 +18,8 @@ import { percentile } from './stats';
 
 export interface PacedOptions {
   url: string;
-  /** Sent as JSON with POST. */
-  body: object;
+  /** Sent as JSON with POST, request i the body i modulo their number. */
+  bodies: object[];
   /** Requests per second. */
   rate: number;
   seconds: number;
@@ -63,9 +63,10 @@ export function pacedLoad(options: PacedOptions): Promise<PacedFigures> {
 
 async function run(options: PacedOptions): Promise<PacedFigures> {
   const target = new URL(options.url);
-  const payload = Buffer.from(JSON.stringify(options.body));
+  const payloads = options.bodies.map((body) => Buffer.from(JSON.stringify(body)));
   const agent = new Agent({ keepAlive: true, maxSockets: options.connections });
-  const send = (): Promise<{ ok: boolean }> => new Promise((done) => {
+  const send = (i: number): Promise<{ ok: boolean }> => new Promise((done) => {
+    const payload = payloads[i % payloads.length];
     const req = request({
       agent, host: target.hostname, port: target.port, path: target.pathname, method: 'POST',
       headers: { 'content-type': 'application/json', 'content-length': payload.length },
@@ -80,7 +81,7 @@ async function run(options: PacedOptions): Promise<PacedFigures> {
   });
 
   // Open every connection before the clock starts, as a client already running would have them.
-  await Promise.all(Array.from({ length: options.connections }, send));
+  await Promise.all(Array.from({ length: options.connections }, (_, i) => send(i)));
 
   const total = Math.round(options.rate * options.seconds);
   const intervalMs = 1000 / options.rate;
@@ -99,7 +100,7 @@ async function run(options: PacedOptions): Promise<PacedFigures> {
         const i = sent++;
         const due = start + i * intervalMs;
         lags[i] = now - due;
-        void send().then(({ ok }) => {
+        void send(i).then(({ ok }) => {
           end = performance.now();
           latencies[i] = end - due;
           if (!ok) errors++;
